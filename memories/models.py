@@ -1,0 +1,153 @@
+"""Memory records and the uploads merged into them (SPEC §2)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+
+class MemoryType(models.TextChoices):
+    ERROR = "error", "Error"
+    SECURITY = "security", "Security"
+    CORRECTION = "correction", "Correction"
+    PATTERN = "pattern", "Pattern"
+    PREFERENCE = "preference", "Preference"
+    LIFE = "life", "Life"
+
+
+class Tier(models.TextChoices):
+    HOT = "hot", "Hot"
+    WARM = "warm", "Warm"
+    COLD = "cold", "Cold"
+
+
+class Status(models.TextChoices):
+    ACTIVE = "active", "Active"
+    ARCHIVED = "archived", "Archived"
+
+
+class Source(models.TextChoices):
+    API = "api", "API upload"
+    INGEST_TEXT = "ingest_text", "Text ingest"
+    SEGMENT = "segment", "Session segment"
+    CURATOR = "curator", "Curator"
+
+
+def _type_index(memory_type: str) -> HnswIndex:
+    # One partial HNSW index per type: duplicate search filters on the type, and pgvector
+    # 0.6 applies WHERE filters only after the index scan, so a shared index could return
+    # too few same-type neighbours. A partial index answers the filtered query exactly.
+    return HnswIndex(
+        fields=["embedding"],
+        name=f"memory_emb_{memory_type}_hnsw",
+        opclasses=["vector_cosine_ops"],
+        m=16,
+        ef_construction=64,
+        condition=Q(status="active", memory_type=memory_type),
+    )
+
+
+class Memory(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    content = models.TextField()
+    context = models.TextField(blank=True, default="")
+    resolution = models.TextField(blank=True, default="")
+    tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    memory_type = models.CharField(max_length=16, choices=MemoryType.choices)
+    tier = models.CharField(max_length=8, choices=Tier.choices, default=Tier.WARM)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    hit_count = models.PositiveIntegerField(default=1)
+    last_hit_at = models.DateTimeField(null=True, blank=True)
+    summary_l0 = models.TextField(blank=True, default="")
+    overview_l1 = models.TextField(blank=True, default="")
+    embedding = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS)
+    content_hash = models.CharField(max_length=64)
+    merge_pending = models.BooleanField(default=False)
+    agent = models.ForeignKey(
+        "ultron_site.Agent",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="memories",
+        help_text="The agent that first contributed this memory.",
+    )
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
+    provenance = models.JSONField(default=dict, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            HnswIndex(
+                fields=["embedding"],
+                name="memory_emb_active_hnsw",
+                opclasses=["vector_cosine_ops"],
+                m=16,
+                ef_construction=64,
+                condition=Q(status="active"),
+            ),
+            *[_type_index(t) for t in MemoryType.values],
+            models.Index(
+                fields=["memory_type", "content_hash"],
+                name="memory_type_hash_active",
+                condition=Q(status="active"),
+            ),
+            GinIndex(fields=["tags"], name="memory_tags_gin"),
+            models.Index(fields=["status", "tier"], name="memory_status_tier"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(memory_type__in=MemoryType.values), name="memory_type_valid"),
+            models.CheckConstraint(condition=Q(tier__in=Tier.values), name="memory_tier_valid"),
+            models.CheckConstraint(condition=Q(status__in=Status.values), name="memory_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.summary_l0 or self.content[:80]
+
+
+class MemoryContribution(models.Model):
+    """An upload that was found to duplicate ``memory``; its (redacted) text is kept for review."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="contributions")
+    agent = models.ForeignKey(
+        "ultron_site.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="contributions"
+    )
+    content = models.TextField()
+    context = models.TextField(blank=True, default="")
+    resolution = models.TextField(blank=True, default="")
+    tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    similarity = models.FloatField(help_text="Cosine similarity to the memory when it matched.")
+    match_reason = models.CharField(max_length=16)  # exact | similar | llm
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
+    provenance = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    merged_at = models.DateTimeField(
+        null=True, blank=True, help_text="When an LLM merge folded this text into the memory."
+    )
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["memory", "merged_at"], name="contribution_pending")]
+
+    def __str__(self) -> str:
+        return f"contribution to {self.memory_id}"
+
+
+class EmbeddingSpace(models.Model):
+    """The single embedding model + dimension that every stored vector belongs to."""
+
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}/{self.dimensions}"

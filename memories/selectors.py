@@ -1,0 +1,244 @@
+"""Every read of the memory service, including the pgvector queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count
+from pgvector.django import CosineDistance
+
+from memories.models import EmbeddingSpace, Memory, MemoryType, Status, Tier
+
+_LIST_FIELDS_DEFERRED = ("embedding",)
+
+
+@dataclass(frozen=True)
+class DuplicateMatch:
+    memory: Memory
+    similarity: float
+    reason: str  # exact | similar | llm | ask (ask the LLM, then decide again)
+
+
+def embedding_column_dimensions() -> int | None:
+    """The dimension of the stored vector column, read from the catalog."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'",
+            [Memory._meta.db_table],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row and row[0] and row[0] > 0 else None
+
+
+def embedding_space_get() -> EmbeddingSpace | None:
+    return EmbeddingSpace.objects.first()
+
+
+def memory_find_duplicate(
+    *, memory_type: str, body_hash: str, vector: list[float], verdicts: dict[Any, bool]
+) -> DuplicateMatch | None:
+    """Find the active memory of the same type that a new upload duplicates (SPEC §4.5).
+
+    Exact body hash first; then the nearest neighbours through the per-type partial HNSW
+    index: similarity >= ULTRON_DUPLICATE_THRESHOLD is a duplicate; within the soft band the
+    LLM's verdict (``verdicts``, filled in by the caller) decides, and a candidate with no
+    verdict yet comes back with reason ``ask`` when an LLM is configured.
+    """
+    from memories.intelligence import llm_available
+
+    exact = (
+        Memory.objects.defer(*_LIST_FIELDS_DEFERRED)
+        .filter(status=Status.ACTIVE, memory_type=memory_type, content_hash=body_hash)
+        .order_by("created_at")
+        .first()
+    )
+    if exact is not None:
+        return DuplicateMatch(exact, 1.0, "exact")
+    candidates = (
+        Memory.objects.defer(*_LIST_FIELDS_DEFERRED)
+        .filter(status=Status.ACTIVE, memory_type=memory_type)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")[:5]
+    )
+    can_ask = None
+    for candidate in candidates:
+        similarity = 1.0 - float(candidate.distance)
+        if similarity >= settings.ULTRON_DUPLICATE_THRESHOLD:
+            return DuplicateMatch(candidate, similarity, "similar")
+        if similarity < settings.ULTRON_DUPLICATE_SOFT_THRESHOLD:
+            break
+        verdict = verdicts.get(candidate.pk)
+        if verdict is True:
+            return DuplicateMatch(candidate, similarity, "llm")
+        if verdict is None:
+            if can_ask is None:
+                can_ask = llm_available()
+            if can_ask:
+                return DuplicateMatch(candidate, similarity, "ask")
+    return None
+
+
+# --- search --------------------------------------------------------------------------------
+
+
+@dataclass
+class SearchHit:
+    id: UUID
+    memory_type: str
+    tier: str
+    tags: list[str]
+    hit_count: int
+    summary_l0: str
+    overview_l1: str
+    context: str
+    similarity: float
+    score: float
+    last_hit_at: datetime | None
+    created_at: datetime
+
+
+_SEARCH_SQL = """
+WITH candidates AS (
+    SELECT id, embedding <=> %(query)s::vector AS distance
+    FROM {table}
+    WHERE {where}
+    ORDER BY embedding <=> %(query)s::vector
+    LIMIT %(candidates)s
+), scored AS (
+    SELECT m.id, m.memory_type, m.tier, m.tags, m.hit_count, m.summary_l0, m.overview_l1,
+           m.context, m.last_hit_at, m.created_at,
+           1 - c.distance AS similarity,
+           (1 - c.distance)
+             * CASE m.tier WHEN 'hot' THEN %(boost_hot)s WHEN 'warm' THEN %(boost_warm)s
+                           ELSE %(boost_cold)s END
+             * (1 - %(weight)s + %(weight)s * exp(
+                   -%(decay)s * GREATEST(
+                       EXTRACT(EPOCH FROM (now() - COALESCE(m.last_hit_at, m.created_at))), 0
+                   ) / 86400.0)) AS score
+    FROM candidates c JOIN {table} m ON m.id = c.id
+)
+SELECT * FROM scored
+WHERE score >= %(min_score)s
+ORDER BY score DESC, similarity DESC, id
+LIMIT %(limit)s
+"""
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
+def memory_search(
+    *,
+    vector: list[float],
+    limit: int = 10,
+    memory_type: str | None = None,
+    tier: str | None = None,
+    tags: list[str] | None = None,
+    min_score: float = 0.0,
+) -> list[SearchHit]:
+    """Nearest active memories to ``vector``, ranked by SPEC §7's score, computed in SQL.
+
+    The HNSW index supplies the candidates (a few times ``limit``); the score
+    ``similarity × tier_boost × (1 − w + w × hotness)`` orders them. Filters on type use that
+    type's partial index; tier and tag filters widen the index's candidate list, because
+    pgvector applies them after the index scan.
+    """
+    # memory_type and tier are checked against their choices and written as literals, so the
+    # planner can match the partial indexes' predicates.
+    where = ["status = 'active'"]
+    params: dict[str, Any] = {}
+    if memory_type is not None:
+        if memory_type not in MemoryType.values:
+            raise ValueError(f"unknown memory_type {memory_type!r}")
+        where.append(f"memory_type = '{memory_type}'")
+    if tier is not None:
+        if tier not in Tier.values:
+            raise ValueError(f"unknown tier {tier!r}")
+        where.append(f"tier = '{tier}'")
+    if tags:
+        where.append("tags @> %(tags)s::varchar[]")
+        params["tags"] = list(tags)
+    candidates = max(limit * 4, 40)
+    filtered = tier is not None or bool(tags)
+    ef = max(settings.ULTRON_SEARCH_FILTERED_EF if filtered else settings.ULTRON_SEARCH_EF, candidates)
+    params.update(
+        query=_vector_literal(vector),
+        candidates=candidates,
+        limit=limit,
+        min_score=min_score,
+        boost_hot=settings.ULTRON_TIER_BOOST_HOT,
+        boost_warm=settings.ULTRON_TIER_BOOST_WARM,
+        boost_cold=settings.ULTRON_TIER_BOOST_COLD,
+        weight=settings.ULTRON_HOTNESS_WEIGHT,
+        decay=settings.ULTRON_HOTNESS_DECAY,
+    )
+    sql = _SEARCH_SQL.format(table=Memory._meta.db_table, where=" AND ".join(where))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}")
+        cursor.execute(sql, params)
+        columns = [col.name for col in cursor.description]
+        rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    return [
+        SearchHit(
+            id=row["id"], memory_type=row["memory_type"], tier=row["tier"], tags=list(row["tags"]),
+            hit_count=row["hit_count"], summary_l0=row["summary_l0"], overview_l1=row["overview_l1"],
+            context=row["context"], similarity=float(row["similarity"]), score=float(row["score"]),
+            last_hit_at=row["last_hit_at"], created_at=row["created_at"],
+        )
+        for row in rows
+    ]
+
+
+def memory_details(*, ids: list[Any]) -> list[Memory]:
+    """Full records of the active memories among ``ids``, in the order asked."""
+    found = {
+        m.pk: m
+        for m in Memory.objects.defer(*_LIST_FIELDS_DEFERRED)
+        .select_related("agent")
+        .filter(pk__in=ids, status=Status.ACTIVE)
+    }
+    return [found[i] for i in ids if i in found]
+
+
+def memory_stats() -> dict[str, Any]:
+    rows = Memory.objects.values("status", "tier", "memory_type").annotate(n=Count("pk"))
+    by_status: dict[str, int] = {s: 0 for s in Status.values}
+    by_tier: dict[str, int] = {t: 0 for t in Tier.values}
+    by_type: dict[str, int] = {t: 0 for t in MemoryType.values}
+    for row in rows:
+        by_status[row["status"]] += row["n"]
+        if row["status"] == Status.ACTIVE:
+            by_tier[row["tier"]] += row["n"]
+            by_type[row["memory_type"]] += row["n"]
+    space = embedding_space_get()
+    return {
+        "total": sum(by_status.values()),
+        "by_status": by_status,
+        "by_tier": by_tier,
+        "by_type": by_type,
+        "merge_pending": Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).count(),
+        "embedding": (
+            {"provider": space.provider, "model": space.model, "dimensions": space.dimensions}
+            if space else None
+        ),
+    }
+
+
+def memory_list(
+    *, memory_type: str | None = None, tier: str | None = None, status: str = Status.ACTIVE,
+    tag: str | None = None,
+):
+    queryset = Memory.objects.defer(*_LIST_FIELDS_DEFERRED).filter(status=status)
+    if memory_type:
+        queryset = queryset.filter(memory_type=memory_type)
+    if tier:
+        queryset = queryset.filter(tier=tier)
+    if tag:
+        queryset = queryset.filter(tags__contains=[tag.strip().lower()])
+    return queryset.order_by("-hit_count", "-created_at")

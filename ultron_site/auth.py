@@ -1,0 +1,49 @@
+"""Bearer-token authentication for agents (DRF)."""
+
+from __future__ import annotations
+
+import hmac
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from ultron_site.models import ApiToken
+from ultron_site.services import split_token, token_hash
+
+# last_used_at is a convenience for operators; write it at most once a minute per token.
+_LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class AgentTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, credential = header.partition(" ")
+        if scheme.lower() not in ("bearer", "token"):
+            return None
+        credential = credential.strip()
+        parts = split_token(credential)
+        if parts is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        prefix, token = parts
+        row = (
+            ApiToken.objects.select_related("agent", "agent__user")
+            .filter(prefix=prefix, revoked_at__isnull=True)
+            .first()
+        )
+        if row is None or not hmac.compare_digest(row.key_hash, token_hash(token)):
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        user = row.agent.user
+        if not user.is_active:
+            raise exceptions.AuthenticationFailed("Agent is disabled.")
+        now = timezone.now()
+        if row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        return user, row
+
+    def authenticate_header(self, request) -> str:
+        return self.keyword

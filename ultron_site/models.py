@@ -1,0 +1,45 @@
+"""Agents and their API tokens.
+
+Each agent is backed by a Django user (so permissions, staff rights and the admin work the
+usual way); agents authenticate with bearer tokens, stored only as SHA-256 hashes.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Agent(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_staff(self) -> bool:
+        return bool(self.user.is_staff)
+
+
+class ApiToken(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tokens")
+    # The first characters of the token, stored in clear, find the row; the hash proves it.
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    label = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.agent.name}:{self.prefix}"

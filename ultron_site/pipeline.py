@@ -1,0 +1,72 @@
+"""The scheduled pipeline (SPEC §11): one django-q2 schedule runs the steps in order.
+
+Each step is a plain function (also runnable alone with ``manage.py run_pipeline --step``).
+Later steps (segmentation, metrics, extraction, crystallization, consolidation) register
+here as their apps arrive.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+logger = logging.getLogger("ultron.pipeline")
+
+SCHEDULE_NAME = "ultron-pipeline"
+
+# (step name, dotted path of a function taking no arguments and returning a dict of counts)
+STEPS: list[tuple[str, str]] = [
+    ("merge_retry", "memories.tasks.merge_retry_step"),
+    ("tier_rebalance", "memories.tasks.tier_rebalance_step"),
+]
+
+
+def step_names() -> list[str]:
+    return [name for name, _ in STEPS]
+
+
+def step_function(name: str) -> Callable[[], dict[str, Any]]:
+    for step, path in STEPS:
+        if step == name:
+            return import_string(path)
+    raise KeyError(f"unknown pipeline step {name!r}; known: {', '.join(step_names())}")
+
+
+def run_step(name: str) -> dict[str, Any]:
+    started = time.monotonic()
+    result = step_function(name)()
+    logger.info("pipeline step %s done in %.2fs: %s", name, time.monotonic() - started, result)
+    return result
+
+
+def run_pipeline() -> dict[str, Any]:
+    """Run every step in order; one failing step does not stop the ones after it."""
+    results: dict[str, Any] = {}
+    for name in step_names():
+        try:
+            results[name] = run_step(name)
+        except Exception as exc:
+            logger.exception("pipeline step %s failed", name)
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+    return results
+
+
+def schedule_register() -> None:
+    """Create or update the pipeline's schedule (idempotent, by name)."""
+    from django_q.models import Schedule
+
+    minutes = max(1, int(round(settings.ULTRON_DECAY_INTERVAL_HOURS * 60)))
+    Schedule.objects.update_or_create(
+        name=SCHEDULE_NAME,
+        defaults={
+            "func": "ultron_site.pipeline.run_pipeline",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": minutes,
+            "repeats": -1,
+        },
+    )

@@ -1,0 +1,12 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from ultron_site import api as site_api
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/health", site_api.HealthApi.as_view(), name="health"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/memories/", include("memories.urls")),
+]
