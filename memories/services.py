@@ -119,6 +119,12 @@ def _configured_space() -> tuple[str, str, int]:
     return embedder.provider, embedder.model, embedder.dimensions
 
 
+def embedding_space_forget() -> None:
+    """Drop this process's memory of a verified embedding space (after external changes)."""
+    global _verified_space
+    _verified_space = None
+
+
 def embedding_space_ensure() -> None:
     """Make sure stored vectors and the configured embedder agree; adopt the configuration
     while nothing is stored yet. Raises :class:`EmbeddingSpaceMismatch` otherwise."""

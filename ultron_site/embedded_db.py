@@ -22,7 +22,9 @@ def pgdata_path(data_dir: Path) -> Path:
 
 
 def is_running(data_dir: Path) -> bool:
-    from pgserver.utils import PostmasterInfo
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgserver.utils import PostmasterInfo
 
     pgdata = pgdata_path(data_dir)
     if not (pgdata / "PG_VERSION").exists():

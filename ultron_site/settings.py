@@ -117,6 +117,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = ULTRON_DATA_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "ultron_site" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -1,0 +1,27 @@
+# Two commands: `make run` (serve the hub) and `make test` (the whole suite).
+# Both create .venv and install the pinned dependencies on first use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint bench
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) and "Python 3.11 is required")'
+	# torch first, pinned, so nothing pulls in a CUDA build.
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m ultron_site.launcher run
+
+test: $(STAMP)
+	$(PY) -m ultron_site.launcher test $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests.fakes import FakeLLMServer
+from ultron_site.services import agent_create, token_issue
+
+FAKE_DASHSCOPE_KEY = "sk-fake-dashscope-key-000000000000"
+
+
+def _client(token: str | None) -> APIClient:
+    client = APIClient()
+    if token:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+@pytest.fixture
+def agent(db):
+    return agent_create(name="agent-smith")
+
+
+@pytest.fixture
+def agent_token(agent) -> str:
+    return token_issue(agent=agent).token
+
+
+@pytest.fixture
+def api(agent_token) -> APIClient:
+    """An API client authenticated as an ordinary agent."""
+    return _client(agent_token)
+
+
+@pytest.fixture
+def curator(db):
+    return agent_create(name="curator-carol", staff=True)
+
+
+@pytest.fixture
+def curator_api(curator) -> APIClient:
+    return _client(token_issue(agent=curator).token)
+
+
+@pytest.fixture
+def outsider_api(db) -> APIClient:
+    """No credentials at all."""
+    return _client(None)
+
+
+@pytest.fixture
+def fake_llm_server():
+    server = FakeLLMServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def openai_llm(settings, fake_llm_server):
+    """Point the hub's LLM at the fake OpenAI-compatible server; script replies on it."""
+    settings.ULTRON_LLM_PROVIDER = "openai"
+    settings.OPENAI_BASE_URL = f"{fake_llm_server.url}/v1"
+    settings.ULTRON_LLM_MODEL = "fake-model"
+    settings.ULTRON_LLM_TIMEOUT_SECONDS = 5.0
+    return fake_llm_server
+
+
+@pytest.fixture
+def dashscope_llm(settings, fake_llm_server):
+    settings.ULTRON_LLM_PROVIDER = "dashscope"
+    settings.DASHSCOPE_API_KEY = FAKE_DASHSCOPE_KEY
+    settings.DASHSCOPE_BASE_URL = f"{fake_llm_server.url}/api/v1"
+    settings.ULTRON_LLM_TIMEOUT_SECONDS = 5.0
+    return fake_llm_server
+
+
+@pytest.fixture(autouse=True)
+def _fresh_embedding_space_check():
+    """Each test's database starts empty, so the per-process 'verified' flag must too."""
+    from memories.services import embedding_space_forget
+
+    embedding_space_forget()
+    yield
+    embedding_space_forget()

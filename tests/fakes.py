@@ -1,0 +1,129 @@
+"""A fake LLM/embedding HTTP server on loopback speaking DashScope's and OpenAI's shapes.
+
+The real ``dashscope`` SDK and the real OpenAI-compatible client talk to it over HTTP; tests
+script the replies they need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+Reply = str | Callable[[dict], Any] | tuple[int, dict]
+
+
+def fake_vector(text: str, dims: int) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+    vector = np.random.default_rng(seed).normal(size=dims)
+    return list(vector / np.linalg.norm(vector))
+
+
+class FakeLLMServer:
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.delay = 0.0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+                if server.delay:
+                    time.sleep(server.delay)
+                status, payload = server.respond(self.path, body, dict(self.headers))
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def start(self) -> FakeLLMServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def script(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    def chat_requests(self) -> list[dict]:
+        return [r for r in self.requests if "generation" in r["path"] or "chat/completions" in r["path"]]
+
+    def _next_text(self, body: dict) -> tuple[int, str | dict]:
+        if not self.replies:
+            return 500, {"code": "NoScriptedReply", "message": "the test scripted no reply"}
+        reply = self.replies.popleft()
+        if isinstance(reply, tuple):
+            return reply
+        if callable(reply):
+            reply = reply(body)
+        return 200, reply if isinstance(reply, str) else json.dumps(reply)
+
+    def respond(self, path: str, body: dict, headers: dict) -> tuple[int, dict]:
+        if path.endswith("/services/embeddings/text-embedding/text-embedding"):
+            texts = body["input"]["texts"]
+            dims = int(body.get("parameters", {}).get("dimension", 1024))
+            return 200, {
+                "output": {"embeddings": [
+                    {"text_index": i, "embedding": fake_vector(t, dims)} for i, t in enumerate(texts)
+                ]},
+                "usage": {"total_tokens": sum(len(t.split()) for t in texts)},
+                "request_id": "fake-embed",
+            }
+        if path.endswith("/services/aigc/text-generation/generation"):
+            if headers.get("Authorization") != "Bearer sk-fake-dashscope-key-000000000000":
+                return 401, {"code": "InvalidApiKey", "message": "Invalid API-key provided.", "request_id": "x"}
+            status, text = self._next_text(body)
+            if status != 200:
+                return status, text if isinstance(text, dict) else {"code": "Error", "message": text}
+            return 200, {
+                "status_code": 200,
+                "request_id": "fake-gen",
+                "code": "",
+                "message": "",
+                "output": {
+                    "text": None,
+                    "finish_reason": None,
+                    "choices": [{"finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                },
+                "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+            }
+        if path.endswith("/chat/completions"):
+            status, text = self._next_text(body)
+            if status != 200:
+                return status, text if isinstance(text, dict) else {"error": {"message": text}}
+            return 200, {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": text}}],
+            }
+        return 404, {"code": "NotFound", "message": path}

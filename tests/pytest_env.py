@@ -1,0 +1,18 @@
+"""Loaded with ``-p tests.pytest_env`` before Django starts: the test environment.
+
+Tests use the real offline LLM provider and the real local embedding model; a test that needs
+a particular model answer points the settings at the fake LLM server in ``tests/fakes.py``.
+django-q2 reads ``sync`` when it is imported, so it has to be set here, not per test.
+"""
+
+import os
+
+os.environ["ULTRON_Q_SYNC"] = "true"
+os.environ["ULTRON_LLM_PROVIDER"] = "offline"
+os.environ["ULTRON_EMBEDDING_PROVIDER"] = "local"
+os.environ["ULTRON_LLM_BACKOFF_SECONDS"] = "0"
+os.environ["ULTRON_API_RATE"] = "100000/min"
+os.environ.pop("DASHSCOPE_API_KEY", None)
+os.environ.pop("OPENAI_BASE_URL", None)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -1,0 +1,128 @@
+"""``make run`` and ``make test``: start what the hub needs, run it, stop what we started.
+
+    python -m ultron_site.launcher run     # database, migrations, admin, web + worker
+    python -m ultron_site.launcher test    # database, then the whole test suite
+
+Without ``DATABASE_URL`` the embedded PostgreSQL (pgserver) is started under
+``ULTRON_DATA_DIR``; it is stopped again on exit if this process started it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _data_dir() -> Path:
+    raw = os.environ.get("ULTRON_DATA_DIR", "").strip() or str(ROOT / "var")
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else (ROOT / path).resolve()
+
+
+class EmbeddedDatabase:
+    """Starts the embedded server if needed; stops it at the end only if we started it."""
+
+    def __init__(self) -> None:
+        self.enabled = not os.environ.get("DATABASE_URL", "").strip()
+        self.started_here = False
+
+    def __enter__(self) -> EmbeddedDatabase:
+        if self.enabled:
+            from ultron_site import embedded_db
+
+            data_dir = _data_dir()
+            self.started_here = not embedded_db.is_running(data_dir)
+            embedded_db.ensure_running(data_dir)
+            where = embedded_db.pgdata_path(data_dir)
+            print(f"[ultron] embedded PostgreSQL {'started' if self.started_here else 'running'} in {where}",
+                  flush=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled and self.started_here:
+            from ultron_site import embedded_db
+
+            embedded_db.stop(_data_dir())
+            print("[ultron] embedded PostgreSQL stopped", flush=True)
+
+
+def _manage(*args: str) -> None:
+    subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, check=True)
+
+
+def run() -> int:
+    port = os.environ.get("PORT", "8000").strip() or "8000"
+    host = os.environ.get("ULTRON_HOST", "127.0.0.1").strip() or "127.0.0.1"
+    workers = os.environ.get("ULTRON_WEB_WORKERS", "2").strip() or "2"
+    with EmbeddedDatabase():
+        try:
+            _manage("migrate", "--noinput", "-v", "0")
+            _manage("ensure_admin")
+            _manage("check_embedding_space")
+            _manage("setup_pipeline")
+        except subprocess.CalledProcessError as exc:
+            print(f"[ultron] start-up step failed ({' '.join(map(str, exc.cmd[2:]))}); stopping.",
+                  file=sys.stderr)
+            return 1
+        children = [
+            subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "ultron_site.wsgi:application",
+                 "--bind", f"{host}:{port}", "--workers", workers, "--threads", "4",
+                 "--timeout", "120", "--access-logfile", "-", "--graceful-timeout", "10"],
+                cwd=ROOT,
+            ),
+            subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT),
+        ]
+        print(f"[ultron] serving on http://{host}:{port}/  (API under /api/, admin at /admin/)."
+              " Ctrl-C stops everything.", flush=True)
+        stopping = False
+
+        def _stop(signum: int, frame: object) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
+        code = 0
+        while not stopping:
+            for child in children:
+                if child.poll() is not None:
+                    print(f"[ultron] {child.args[2]} exited with {child.returncode}; stopping.",
+                          file=sys.stderr)
+                    code = child.returncode or 1
+                    stopping = True
+            time.sleep(0.3)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for child in children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+        return code
+
+
+def test(args: list[str]) -> int:
+    with EmbeddedDatabase():
+        return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT).returncode
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("run", "test"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if argv[0] == "run":
+        return run()
+    return test(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

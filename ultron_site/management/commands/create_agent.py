@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ultron_site.services import agent_create, token_issue
+
+
+class Command(BaseCommand):
+    help = "Create an agent (or reuse it) and print a new API token for it, once."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--staff", action="store_true", help="give the agent curator rights")
+        parser.add_argument("--label", default="", help="a note stored with the token")
+
+    def handle(self, *args, name: str, staff: bool, label: str, **options):
+        try:
+            agent = agent_create(name=name, staff=staff)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        issued = token_issue(agent=agent, label=label)
+        self.stderr.write(
+            f"Agent {agent.name!r}{' (staff)' if agent.is_staff else ''}: new token below. "
+            "It is shown only this once; store it now."
+        )
+        self.stdout.write(issued.token)

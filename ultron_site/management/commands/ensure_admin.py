@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Make sure a superuser exists; on first creation print how to log in."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--username", default="admin")
+
+    def handle(self, *args, username: str, **options):
+        users = get_user_model()
+        if users.objects.filter(is_superuser=True).exists():
+            return
+        password = secrets.token_urlsafe(12)
+        users.objects.create_superuser(username=username, email="", password=password)
+        path = settings.ULTRON_DATA_DIR / "admin-password.txt"
+        path.write_text(f"{username}\n{password}\n")
+        path.chmod(0o600)
+        self.stdout.write(
+            "\n"
+            f"  First run: created the admin account '{username}' with password {password}\n"
+            f"  (also saved in {path}). Log in at /admin/ and change it.\n"
+        )
