@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memories.models import Memory, Status, Tier
+from memories.selectors import memory_find_duplicate, memory_search
+
+pytestmark = pytest.mark.django_db
+
+DIMS = 384
+
+
+def unit(seed: int, base: np.ndarray | None = None, noise: float = 0.0) -> list[float]:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=DIMS) if base is None else base + noise * rng.normal(size=DIMS)
+    return list(v / np.linalg.norm(v))
+
+
+def make(vector, *, tier=Tier.WARM, days_since_hit=0.0, memory_type="pattern", tags=(), status=Status.ACTIVE, **kw):
+    return Memory.objects.create(
+        content=kw.pop("content", "x"), memory_type=memory_type, tier=tier, tags=list(tags), status=status,
+        embedding=vector, content_hash=kw.pop("content_hash", str(np.random.rand())),
+        last_hit_at=timezone.now() - timedelta(days=days_since_hit), **kw,
+    )
+
+
+def test_score_follows_the_spec_formula():
+    query = np.array(unit(1))
+    rows = [
+        make(unit(2, query, 0.02), tier=Tier.HOT, days_since_hit=0),
+        make(unit(3, query, 0.02), tier=Tier.WARM, days_since_hit=10),
+        make(unit(4, query, 0.02), tier=Tier.COLD, days_since_hit=100),
+    ]
+    hits = {h.id: h for h in memory_search(vector=list(query), limit=10)}
+    boosts = {Tier.HOT: 1.2, Tier.WARM: 1.0, Tier.COLD: 0.8}
+    for row, days in zip(rows, (0, 10, 100), strict=True):
+        similarity = float(np.dot(query, np.array(row.embedding)))
+        expected = similarity * boosts[row.tier] * (1 - 0.1 + 0.1 * math.exp(-0.05 * days))
+        assert hits[row.pk].similarity == pytest.approx(similarity, abs=1e-5)
+        assert hits[row.pk].score == pytest.approx(expected, abs=1e-4)
+    ordered = [h.id for h in memory_search(vector=list(query), limit=10)]
+    assert ordered == [r.pk for r in rows]
+
+
+def test_hot_tier_can_outrank_a_slightly_more_similar_cold_memory():
+    query = np.array(unit(10))
+    cold = make(unit(11, query, 0.01), tier=Tier.COLD)
+    hot = make(unit(12, query, 0.03), tier=Tier.HOT)
+    hits = memory_search(vector=list(query), limit=2)
+    assert hits[0].similarity < hits[1].similarity
+    assert [h.id for h in hits] == [hot.pk, cold.pk]
+
+
+def test_archived_memories_never_come_back():
+    query = unit(20)
+    make(query, status=Status.ARCHIVED)
+    assert memory_search(vector=query, limit=10) == []
+
+
+def test_filters_by_type_tier_tags_and_min_score():
+    query = np.array(unit(30))
+    a = make(unit(31, query, 0.05), memory_type="error", tier=Tier.HOT, tags=["docker", "ci"])
+    b = make(unit(32, query, 0.05), memory_type="pattern", tier=Tier.COLD, tags=["docker"])
+    make(unit(33), memory_type="error", tier=Tier.WARM)
+    q = list(query)
+    assert [h.id for h in memory_search(vector=q, memory_type="error", min_score=0.5)] == [a.pk]
+    assert [h.id for h in memory_search(vector=q, tier=Tier.COLD)] == [b.pk]
+    assert {h.id for h in memory_search(vector=q, tags=["docker"])} == {a.pk, b.pk}
+    assert [h.id for h in memory_search(vector=q, tags=["docker", "ci"])] == [a.pk]
+    assert memory_search(vector=q, tags=["nope"]) == []
+
+
+def _bulk_random(n: int, *, memory_type: str = "pattern", tag: str | None = None, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(n, DIMS))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    now = timezone.now()
+    Memory.objects.bulk_create(
+        [
+            Memory(content=f"bulk {seed}-{i}", memory_type=memory_type, embedding=list(v),
+                   content_hash=f"bulk-{seed}-{i}", tags=[tag] if tag else [], last_hit_at=now)
+            for i, v in enumerate(vectors)
+        ],
+        batch_size=1000,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+
+
+def _search_sql(**kwargs) -> tuple[str, dict]:
+    """Run a search and return the SQL and parameters of its main query."""
+    captured: list = []
+
+    def capture(execute, sql, params, many, context):
+        if "WITH candidates" in sql:
+            captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        memory_search(**kwargs)
+    return captured[0]
+
+
+def _explain(sql: str, params) -> str:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.slow
+def test_search_and_dedup_use_the_hnsw_indexes_at_a_realistic_row_count(settings):
+    _bulk_random(6000, memory_type="pattern")
+    _bulk_random(3000, memory_type="error", seed=1)
+    query = unit(99)
+    # Search: the CTE's ORDER BY ... LIMIT runs on the active-memories HNSW index,
+    # and with a type filter on that type's partial index.
+    assert "memory_emb_active_hnsw" in _explain(*_search_sql(vector=query, limit=10))
+    plan = _explain(*_search_sql(vector=query, limit=10, memory_type="error"))
+    assert "memory_emb_error_hnsw" in plan, plan
+    # Dedup: nearest same-type neighbours through the per-type partial index.
+    from pgvector.django import CosineDistance
+
+    queryset = (
+        Memory.objects.filter(status=Status.ACTIVE, memory_type="pattern")
+        .annotate(distance=CosineDistance("embedding", query)).order_by("distance")[:5]
+    )
+    plan = queryset.explain()
+    assert "memory_emb_pattern_hnsw" in plan, plan
+
+
+@pytest.mark.slow
+def test_filtered_search_still_finds_rare_tagged_rows_among_many():
+    _bulk_random(5000, memory_type="pattern")
+    target = np.array(unit(500))
+    rare = [make(unit(501 + i, target, 0.9), tags=["rare"]) for i in range(3)]
+    hits = memory_search(vector=list(target), tags=["rare"], limit=10)
+    assert {h.id for h in hits} == {r.pk for r in rare}
+
+
+def test_duplicate_finder_respects_type_and_threshold(settings):
+    base = np.array(unit(40))
+    near = make(unit(41, base, 0.01), memory_type="error")
+    make(list(base), memory_type="pattern")  # identical vector, other type
+    match = memory_find_duplicate(memory_type="error", body_hash="none", vector=list(base), verdicts={})
+    assert match is not None and match.memory.pk == near.pk and match.reason == "similar"
+    far = unit(42)
+    assert memory_find_duplicate(memory_type="error", body_hash="none", vector=far, verdicts={}) is None
