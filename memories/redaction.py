@@ -35,8 +35,8 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
         (?:^|(?<=[\s"'{,(;&?]))
         [a-z0-9_.-]*(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token
                       |token|private[_-]?key|client[_-]?secret)[a-z0-9_.-]*
-        ["']?\s*[:=]\s*["']?
-        (?P<value>[^\s"',;}&<>]{4,})
+        ["']?\s*[:=]\s*
+        (?P<value>"[^"\n<>]{3,}"|'[^'\n<>]{3,}'|[^\s"',;}&<>]{4,})
         """)),
     ("EMAIL_ADDRESS", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
 ]

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import pytest
+
+from memories.redaction import redact
+from memories.text import (
+    classify_offline,
+    content_hash,
+    estimate_tokens,
+    extractive_l0,
+    extractive_l1,
+    normalise_tags,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Traceback (most recent call last): ModuleNotFoundError: No module named yaml", "error"),
+        ("npm install failed with EACCES; fixed by using nvm instead of sudo", "error"),
+        ("Found an SQL injection vulnerability in the search endpoint", "security"),
+        ("A leaked AWS credential was exposed in the repository; rotate it", "security"),
+        ("Actually, pandas.append is deprecated; use pandas.concat instead", "correction"),
+        ("The user prefers concise answers and always wants type hints", "preference"),
+        ("Best practice: when a test is flaky, use a fixed seed and retry once", "pattern"),
+        ("The little cafe near the museum has great coffee on weekends", "life"),
+        ("运行 pip install 时报错：连接超时，配置代理后修复", "error"),
+        ("发现接口存在 SQL 注入漏洞", "security"),
+        ("其实不是配置问题，而是版本不兼容，之前搞错了", "correction"),
+        ("用户喜欢简洁的回答，偏好中文注释", "preference"),
+        ("部署的最佳实践：先灰度发布再全量", "pattern"),
+        ("周末去旅行，那家餐厅很好吃", "life"),
+    ],
+)
+def test_offline_classifier(text, expected):
+    assert classify_offline(text) == expected
+
+
+def test_offline_classifier_defaults_by_technical_look():
+    assert classify_offline("run `make build` in /srv") == "pattern"
+    assert classify_offline("Lovely afternoon") == "life"
+
+
+def test_hash_ignores_case_and_spacing_but_not_fields():
+    assert content_hash("A  b", "c", "") == content_hash("a b ", "c", "")
+    assert content_hash("a", "b", "") != content_hash("a", "", "b")
+
+
+def test_l0_is_the_first_sentence_within_budget():
+    assert extractive_l0("First sentence here. Second one.") == "First sentence here."
+    long = " ".join(["word"] * 100) + "."
+    l0 = extractive_l0(long)
+    assert estimate_tokens(l0) <= 65 and l0.endswith("…")
+    assert extractive_l0("第一句话。第二句话。") == "第一句话。"
+
+
+def test_l1_splits_its_budget_70_15_15_and_cuts_with_an_ellipsis():
+    content = " ".join(f"c{i}" for i in range(400))
+    context = " ".join(f"x{i}" for i in range(400))
+    resolution = " ".join(f"r{i}" for i in range(400))
+    l1 = extractive_l1(content, context, resolution)
+    lines = l1.split("\n")
+    assert lines[1].startswith("Context: ") and lines[2].startswith("Resolution: ")
+    assert estimate_tokens(l1) <= 260
+    assert 170 <= estimate_tokens(lines[0]) <= 180
+    assert all(line.endswith("…") for line in lines)
+
+
+def test_l1_gives_unused_budget_to_the_content():
+    content = " ".join(f"c{i}" for i in range(400))
+    l1 = extractive_l1(content, "short", "")
+    assert estimate_tokens(l1) > 240
+
+
+def test_tags_are_normalised():
+    assert normalise_tags([" Python", "python ", "Docker  Compose", ""], max_tags=10, max_chars=64) == [
+        "python", "docker compose"
+    ]
+    assert len(normalise_tags([f"t{i}" for i in range(20)], max_tags=10, max_chars=64)) == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "tag"),
+    [
+        ("key sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345", "LLM_API_KEY"),
+        ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "GITHUB_TOKEN"),
+        ("AKIAIOSFODNN7EXAMPLE in the env", "AWS_ACCESS_KEY"),
+        ("Authorization: Bearer abc.def.ghijklmnopqrstuv", "REDACTED_TOKEN"),
+        ("postgres://app:hunter2secret@db:5432/app", "REDACTED_CREDENTIAL"),
+        ('password = "correct horse battery"', "REDACTED_CREDENTIAL"),
+        ("DB_PASSWORD=s3cr3t-value", "REDACTED_CREDENTIAL"),
+        ("mail alice@example.com", "EMAIL_ADDRESS"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----", "PRIVATE_KEY"),
+    ],
+)
+def test_redaction_rules(text, tag):
+    result = redact(text)
+    assert f"<{tag}>" in result.text
+    assert result.counts[tag] >= 1
+    assert redact(result.text).text == result.text  # idempotent
+
+
+def test_quoted_credentials_are_removed_whole():
+    assert redact('password = "correct horse battery"').text == "password = <REDACTED_CREDENTIAL>"
+
+
+def test_redaction_leaves_ordinary_text_alone():
+    text = "Set max_connections=200 and restart; see the password reset docs."
+    assert redact(text).text == text

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from memories.models import EmbeddingSpace, Memory
+from memories.services import EmbeddingSpaceMismatch, embedding_space_ensure, memory_upload
+from ultron_site.models import ApiToken
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_agent_prints_a_working_token_once_and_stores_only_its_hash():
+    out, err = StringIO(), StringIO()
+    call_command("create_agent", "builder-bot", stdout=out, stderr=err)
+    token = out.getvalue().strip()
+    assert token.startswith("ult_") and "only this once" in err.getvalue()
+    stored = ApiToken.objects.get(agent__name="builder-bot")
+    assert token not in (stored.key_hash, stored.prefix) and len(stored.key_hash) == 64
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert client.get(reverse("memory-stats")).status_code == 200
+    # a second token for the same agent works too; the first stays valid
+    call_command("create_agent", "builder-bot", stdout=StringIO(), stderr=StringIO())
+    assert ApiToken.objects.filter(agent__name="builder-bot").count() == 2
+
+
+def test_revoked_tokens_stop_working(api, agent):
+    from ultron_site.services import token_revoke
+
+    assert api.get(reverse("memory-stats")).status_code == 200
+    token_revoke(token=agent.tokens.get())
+    assert api.get(reverse("memory-stats")).status_code == 401
+
+
+def test_staff_flag_from_the_command():
+    call_command("create_agent", "curator-script", "--staff", stdout=StringIO(), stderr=StringIO())
+    assert ApiToken.objects.get(agent__name="curator-script").agent.user.is_staff
+
+
+def test_rebalance_tiers_command_reports(agent):
+    memory_upload(content="Use pytest fixtures for shared setup", agent=agent)
+    out = StringIO()
+    call_command("rebalance_tiers", stdout=out)
+    assert "hot=1 warm=0 cold=0" in out.getvalue()
+
+
+def test_ensure_admin_creates_one_superuser_once(settings, tmp_path):
+    settings.ULTRON_DATA_DIR = tmp_path
+    out = StringIO()
+    call_command("ensure_admin", stdout=out)
+    assert "password" in out.getvalue()
+    again = StringIO()
+    call_command("ensure_admin", stdout=again)
+    assert again.getvalue() == ""
+
+
+def test_embedding_model_change_is_refused_until_reembed(agent, settings):
+    memory_upload(content="Pin torch to the CPU build to avoid CUDA downloads", agent=agent)
+    # Pretend the stored vectors came from another model.
+    EmbeddingSpace.objects.update(model="some-other-model")
+    from memories.services import embedding_space_forget
+
+    embedding_space_forget()
+    with pytest.raises(EmbeddingSpaceMismatch, match="reembed"):
+        embedding_space_ensure()
+    with pytest.raises(CommandError, match="reembed"):
+        call_command("check_embedding_space", stdout=StringIO())
+    # The API says so too, as a 503, not a 500.
+    client = APIClient()
+    from ultron_site.services import token_issue
+
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(agent=agent).token}")
+    response = client.post(reverse("memory-search"), {"query": "torch"}, format="json")
+    assert response.status_code == 503 and "reembed" in response.json()["message"]
+    out = StringIO()
+    call_command("reembed", stdout=out, stderr=StringIO())
+    assert "re-embedded 1" in out.getvalue()
+    embedding_space_ensure()
+    assert EmbeddingSpace.objects.get().model == "all-MiniLM-L6-v2"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reembed_into_a_new_dimension_rebuilds_the_column(agent, settings):
+    """A real dimension change: DashScope-sized vectors from the fake server, then back."""
+    memory_upload(content="Use a partial HNSW index per memory type", agent=agent)
+    from memories.selectors import embedding_column_dimensions
+    from tests.fakes import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    try:
+        settings.ULTRON_EMBEDDING_PROVIDER = "dashscope"
+        settings.ULTRON_EMBEDDING_MODEL = "text-embedding-v4"
+        settings.ULTRON_EMBEDDING_DIMENSIONS = 256
+        settings.DASHSCOPE_API_KEY = "sk-fake-dashscope-key-000000000000"
+        settings.DASHSCOPE_BASE_URL = f"{server.url}/api/v1"
+        call_command("reembed", stdout=StringIO(), stderr=StringIO())
+        assert embedding_column_dimensions() == 256
+        assert len(Memory.objects.get().embedding) == 256
+    finally:
+        server.stop()
+        settings.ULTRON_EMBEDDING_PROVIDER = "local"
+        settings.ULTRON_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+        settings.ULTRON_EMBEDDING_DIMENSIONS = 384
+    call_command("reembed", stdout=StringIO(), stderr=StringIO())
+    assert embedding_column_dimensions() == 384
