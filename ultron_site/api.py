@@ -53,7 +53,11 @@ class HealthApi(APIView):
             model["matches_stored"] = matches
             healthy &= matches
         checks["embedding_model"] = model
-        checks["llm"] = {"provider": settings.ULTRON_LLM_PROVIDER, "model": settings.ULTRON_LLM_MODEL}
+        offline = settings.ULTRON_LLM_PROVIDER == "offline"
+        checks["llm"] = {
+            "provider": settings.ULTRON_LLM_PROVIDER,
+            "model": "rules" if offline else settings.ULTRON_LLM_MODEL,
+        }
         return Response(
             {"status": "ok" if healthy else "degraded", **checks}, status=200 if healthy else 503
         )

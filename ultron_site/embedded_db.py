@@ -14,6 +14,10 @@ from pathlib import Path
 
 DATABASE_NAME = "ultron"
 
+# platformdirs warns whenever XDG_RUNTIME_DIR is unset (CI, root shells); pgserver asks it for
+# a lock directory on import and on use. The fallback it picks is fine here.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
 logger = logging.getLogger(__name__)
 
 
@@ -22,9 +26,7 @@ def pgdata_path(data_dir: Path) -> Path:
 
 
 def is_running(data_dir: Path) -> bool:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from pgserver.utils import PostmasterInfo
+    from pgserver.utils import PostmasterInfo
 
     pgdata = pgdata_path(data_dir)
     if not (pgdata / "PG_VERSION").exists():
@@ -39,12 +41,9 @@ def ensure_running(data_dir: Path) -> str:
 
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells); harmless here.
-        warnings.simplefilter("ignore")
-        import pgserver
+    import pgserver
 
-        server = pgserver.get_server(pgdata_path(data_dir), cleanup_mode=None)
+    server = pgserver.get_server(pgdata_path(data_dir), cleanup_mode=None)
     admin_uri = server.get_uri()
     with psycopg.connect(admin_uri, autocommit=True) as conn:
         exists = conn.execute(
