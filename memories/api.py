@@ -223,3 +223,37 @@ class MemoryListApi(APIView):
                 for m in page
             ],
         })
+
+
+class ContextApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        query = StrictCharField(max_length=4000, required=False, allow_blank=True)
+        token_budget = serializers.IntegerField(min_value=50, max_value=32000, default=2000)
+        memory_type = serializers.ChoiceField(choices=MemoryType.values, required=False)
+        tags = _tags_field()
+
+    @extend_schema(request=InputSerializer)
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        query = (params.get("query") or "").strip()
+        vector = _service_call(services.embed_texts, texts=[redact(query).text])[0] if query else None
+        tags = normalise_tags(
+            params.get("tags") or [], max_tags=settings.ULTRON_MAX_TAGS, max_chars=settings.ULTRON_MAX_TAG_CHARS
+        )
+        assembled = selectors.context_assemble(
+            vector=vector, token_budget=params["token_budget"],
+            memory_type=params.get("memory_type"), tags=tags,
+        )
+        # Only memories chosen for this query count as hits: HOT ones are included for every
+        # caller, and counting them would keep them HOT forever.
+        services.memory_hits_record(
+            ids=[b.id for b in assembled.blocks if b.section == "relevant"], amount=services.SEARCH_HIT
+        )
+        return Response({
+            "context": assembled.text,
+            "tokens": assembled.tokens,
+            "token_budget": params["token_budget"],
+            "memories": [{"id": str(b.id), "section": b.section, "tokens": b.tokens} for b in assembled.blocks],
+        })

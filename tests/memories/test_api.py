@@ -193,3 +193,29 @@ def test_openapi_schema_is_published(outsider_api):
     response = outsider_api.get(reverse("schema"), HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     assert b"/api/memories/upload" in response.content
+
+
+def test_context_puts_hot_first_and_never_exceeds_the_budget(api):
+    from memories.models import Tier
+    from memories.text import estimate_tokens
+
+    hot_id = upload(api, {"content": "Always run migrations before deploying the web containers"}).json()["id"]
+    Memory.objects.filter(pk=hot_id).update(tier=Tier.HOT)
+    topics = ["pip inside Docker cannot reach PyPI without the proxy", "npm install behind a corporate proxy times out",
+              "git clone over https fails through the proxy", "apt-get update hangs in the container",
+              "conda cannot resolve channels offline", "cargo fetch needs the registry mirror",
+              "maven downloads fail on the CI runner", "Go modules need GOPROXY set"]
+    for topic in topics:
+        upload(api, {"content": f"{topic}. " + "Longer explanation of the failure and its fix. " * 8})
+    for budget in (50, 120, 400, 2000):
+        body = api.post(reverse("context"), {"query": "pip proxy docker", "token_budget": budget}, format="json").json()
+        assert body["tokens"] <= budget
+        assert estimate_tokens(body["context"]) <= budget
+        assert body["memories"][0] == {**body["memories"][0], "id": hot_id, "section": "hot"}
+    body = api.post(reverse("context"), {"query": "pip proxy docker", "token_budget": 2000}, format="json").json()
+    assert body["context"].startswith("## Shared knowledge (HOT)")
+    assert "## Relevant memories" in body["context"]
+    relevant = [m for m in body["memories"] if m["section"] == "relevant"]
+    assert len(relevant) == 8, body
+    # The HOT memory is not counted as a hit for being included.
+    assert Memory.objects.get(pk=hot_id).hit_count == 1

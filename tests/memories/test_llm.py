@@ -7,7 +7,14 @@ import pytest
 
 from memories import intelligence
 from memories.providers.embeddings import DashScopeEmbedder, get_embedder
-from memories.providers.llm import InvalidReply, LLMClient, LLMError, LLMUnavailable, get_llm, parse_json_reply
+from memories.providers.llm import (
+    InvalidReply,
+    LLMClient,
+    LLMError,
+    LLMUnavailable,
+    get_llm,
+    parse_json_reply,
+)
 
 
 @pytest.mark.parametrize(
