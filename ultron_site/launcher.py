@@ -80,7 +80,8 @@ def run() -> int:
             subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT),
         ]
         print(f"[ultron] serving on http://{host}:{port}/  (API under /api/, admin at /admin/)."
-              " Ctrl-C stops everything.", flush=True)
+              " Ctrl-C stops everything.\n[ultron] an API token for an agent: "
+              ".venv/bin/python manage.py create_agent NAME", flush=True)
         stopping = False
 
         def _stop(signum: int, frame: object) -> None:

@@ -108,3 +108,15 @@ def test_reembed_into_a_new_dimension_rebuilds_the_column(agent, settings):
         settings.ULTRON_EMBEDDING_DIMENSIONS = 384
     call_command("reembed", stdout=StringIO(), stderr=StringIO())
     assert embedding_column_dimensions() == 384
+
+
+def test_admin_pages_render_for_a_superuser(client, agent):
+    from django.contrib.auth import get_user_model
+
+    memory_upload(content="Use select_related to avoid N+1 queries in list views", agent=agent)
+    admin = get_user_model().objects.create_superuser("root", "", "pw")
+    client.force_login(admin)
+    for url in ("/admin/memories/memory/", "/admin/ultron_site/agent/", "/admin/memories/embeddingspace/"):
+        assert client.get(url).status_code == 200, url
+    memory = Memory.objects.get()
+    assert client.get(f"/admin/memories/memory/{memory.pk}/change/").status_code == 200
