@@ -1,0 +1,97 @@
+"""Shared set-up for the benchmark scripts.
+
+Each script runs against a throw-away database (``bench_ultron``) on the configured server,
+created with migrations and dropped at the end, so the hub's own data is never touched.
+Real data comes from ``../shared/eval/`` (read in place); a script skips cleanly without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL_DIR = Path(os.environ.get("ULTRON_EVAL_DIR", ROOT.parent / "shared" / "eval"))
+
+
+def django_setup() -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ultron_site.settings")
+    os.environ.setdefault("ULTRON_LOG_LEVEL", "warning")
+    import django
+
+    django.setup()
+
+
+@contextlib.contextmanager
+def bench_database():
+    """Create ``bench_ultron`` with migrations, point the default connection at it, drop it after."""
+    from django.db import connection
+
+    connection.settings_dict.setdefault("TEST", {})
+    connection.settings_dict["TEST"].update({"NAME": "bench_ultron", "CHARSET": None, "TEMPLATE": None})
+    original = connection.settings_dict["NAME"]
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    try:
+        yield
+    finally:
+        connection.creation.destroy_test_db(original, verbosity=0)
+
+
+def eval_path(*parts: str) -> Path | None:
+    path = EVAL_DIR.joinpath(*parts)
+    return path if path.exists() else None
+
+
+def skip(reason: str) -> None:
+    print(f"SKIP: {reason}")
+    sys.exit(0)
+
+
+class Timer:
+    def __enter__(self) -> Timer:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.start
+
+
+def print_table(title: str, rows: list[tuple[str, str]]) -> None:
+    width = max(len(k) for k, _ in rows)
+    print(f"\n{title}\n" + "-" * len(title))
+    for key, value in rows:
+        print(f"{key.ljust(width)}  {value}")
+
+
+def write_results(name: str, data: dict, *, as_json: bool) -> None:
+    from django.conf import settings
+
+    out_dir = Path(settings.ULTRON_DATA_DIR) / "bench"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamped = {"benchmark": name, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "cpus": os.cpu_count(), **data}
+    (out_dir / f"{name}.json").write_text(json.dumps(stamped, indent=2))
+    if as_json:
+        print(json.dumps(data))
+
+
+def sts_sentences(limit: int) -> list[str]:
+    """Distinct sentences from the STS Benchmark files, in file order."""
+    base = eval_path("paraphrase", "stsbenchmark")
+    if base is None:
+        skip(f"{EVAL_DIR}/paraphrase/stsbenchmark not found")
+    seen: dict[str, None] = {}
+    for name in ("sts-train.csv", "sts-dev.csv", "sts-test.csv"):
+        for line in (base / name).read_text(encoding="utf-8").splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 7:
+                for sentence in parts[5:7]:
+                    seen.setdefault(sentence.strip(), None)
+            if len(seen) >= limit:
+                return list(seen)[:limit]
+    return list(seen)[:limit]

@@ -1,0 +1,107 @@
+"""Upload throughput through the whole funnel vs. the embedding model alone.
+
+    .venv/bin/python bench/upload.py [--n 300] [--clients 1,4] [--json]
+
+Texts: distinct STS Benchmark sentences. The funnel is ``memory_upload`` (validation,
+redaction, classification, embedding, dedup, insert); the physical limit on this machine is
+the embedding model, timed on the same texts one at a time and in batches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import (  # noqa: E402
+    Timer,
+    bench_database,
+    django_setup,
+    print_table,
+    sts_sentences,
+    write_results,
+)
+
+
+def run_clients(texts: list[str], count: int, agent) -> tuple[float, list[float]]:
+    """Upload ``texts`` from ``count`` threads; return wall time and per-upload latencies."""
+    from django.db import connection
+
+    from memories.services import memory_upload
+
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def work(part: list[str]) -> None:
+        try:
+            for text in part:
+                started = time.perf_counter()
+                memory_upload(content=text, agent=agent)
+                with lock:
+                    latencies.append(time.perf_counter() - started)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=work, args=(texts[i::count],)) for i in range(count)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started, latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--clients", default="1,4")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    django_setup()
+    from memories.models import Memory
+    from memories.providers.embeddings import get_embedder
+    from ultron_site.services import agent_create
+
+    clients = [int(c) for c in args.clients.split(",") if c.strip()]
+    texts = sts_sentences(args.n * (1 + len(clients)))
+    embedder = get_embedder()
+    embedder.embed(["warm-up"])
+    sample = texts[: args.n]
+    with Timer() as single:
+        for text in sample:
+            embedder.embed([text])
+    with Timer() as batched:
+        embedder.embed(sample)
+    rows = [
+        ("texts", str(len(sample))),
+        ("embedding only, one at a time", f"{len(sample) / single.seconds:.1f} texts/s"),
+        ("embedding only, batched", f"{len(sample) / batched.seconds:.1f} texts/s"),
+    ]
+    results = {"n": len(sample), "embed_single_per_s": len(sample) / single.seconds,
+               "embed_batch_per_s": len(sample) / batched.seconds}
+    with bench_database():
+        agent = agent_create(name="bench")
+        offset = 0
+        for count in clients:
+            chunk = texts[offset : offset + args.n]
+            offset += args.n
+            elapsed, latencies = run_clients(chunk, count, agent)
+            rate = len(chunk) / elapsed
+            p50 = statistics.median(latencies) * 1000
+            p95 = sorted(latencies)[int(0.95 * (len(latencies) - 1))] * 1000
+            rows.append((f"funnel, {count} client(s)", f"{rate:.1f} uploads/s  p50 {p50:.1f} ms  p95 {p95:.1f} ms  "
+                         f"ratio to single embedding {rate / results['embed_single_per_s']:.2f}"))
+            results[f"funnel_{count}_per_s"] = rate
+            results[f"funnel_{count}_ratio"] = rate / results["embed_single_per_s"]
+        rows.append(("memories stored", str(Memory.objects.count())))
+    print_table("Upload throughput (offline LLM, local embeddings)", rows)
+    write_results("upload", results, as_json=args.json)
+
+
+if __name__ == "__main__":
+    main()
