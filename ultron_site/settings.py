@@ -195,6 +195,10 @@ else:
     ULTRON_EMBEDDING_DIMENSIONS = env_int("ULTRON_EMBEDDING_DIMENSIONS", 384, minimum=384, maximum=384)
 ULTRON_EMBEDDING_BATCH_SIZE = env_int("ULTRON_EMBEDDING_BATCH_SIZE", 32, minimum=1, maximum=1024)
 
+# --- redaction ----------------------------------------------------------------------------
+# Person names need the spaCy model (about 2 s to load, a few ms per text); off = patterns only.
+ULTRON_REDACT_NER = env_bool("ULTRON_REDACT_NER", True)
+
 # --- memory service -----------------------------------------------------------------------
 ULTRON_DUPLICATE_THRESHOLD = env_float("ULTRON_DUPLICATE_THRESHOLD", 0.85, minimum=0.0, maximum=1.0)
 ULTRON_DUPLICATE_SOFT_THRESHOLD = env_float(

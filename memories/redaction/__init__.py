@@ -1,0 +1,105 @@
+"""Redaction: the one function every text passes before it is stored, embedded, logged or
+sent to an LLM (SPEC §8).
+
+``redact(text)`` replaces each finding by its ``<TAG>`` (``<EMAIL_ADDRESS>``, ``<PERSON>``,
+``<LLM_API_KEY>``, ...). Findings come from three sources: pattern rules for secrets and
+identifiers (``patterns.py``), Chinese identifiers (``chinese.py``), and Presidio (spaCy NER for
+names; e-mail, phone, card, IBAN, IP and SSN recognizers). Text that is more than ~20 % CJK
+takes the Chinese path: the pattern recognizers without the English NER model. Where findings
+overlap the one with the highest score wins, then the longer one. Redacting redacted text
+changes nothing: existing ``<TAG>`` markers are never touched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from memories.redaction import chinese, names, patterns, presidio_engine
+from memories.redaction.patterns import Finding
+
+CJK_THRESHOLD = 0.2
+_MARKER_RE = re.compile(r"<[A-Z][A-Z0-9_]*>")
+_TAG_FOR_ENTITY = {"IBAN_CODE": "IBAN_CODE"}
+
+
+@dataclass
+class Redacted:
+    text: str
+    counts: Counter = field(default_factory=Counter)
+
+
+def _pattern_findings(text: str) -> list[Finding]:
+    found: list[Finding] = []
+    for rule in patterns.RULES:
+        found.extend(rule.find(text))
+    for rule in chinese.RULES:
+        found.extend(rule.find(text))
+    return found
+
+
+def _people(text: str, findings: list[Finding]) -> list[Finding]:
+    """Presidio's findings with implausible PERSON spans dropped and more names added."""
+    kept = [f for f in findings if f.tag != "PERSON" or names.plausible(text[f.start : f.end])]
+    persons = [f for f in kept if f.tag == "PERSON"] + names.cue_names(text)
+    return kept + names.cue_names(text) + names.expand(text, persons)
+
+
+def _resolve(text: str, findings: list[Finding]) -> list[Finding]:
+    """Keep non-overlapping findings: highest score first, then the longest."""
+    markers = [m.span() for m in _MARKER_RE.finditer(text)]
+    kept: list[Finding] = []
+    for finding in sorted(findings, key=lambda f: (-f.score, -(f.end - f.start), f.start)):
+        if any(finding.start < e and s < finding.end for s, e in markers):
+            continue  # never re-redact (part of) an existing marker
+        if any(finding.start < k.end and k.start < finding.end for k in kept):
+            continue
+        kept.append(finding)
+    return sorted(kept, key=lambda f: f.start)
+
+
+def _apply(text: str, findings: list[Finding]) -> Redacted:
+    counts: Counter = Counter()
+    out: list[str] = []
+    cursor = 0
+    for finding in findings:
+        tag = _TAG_FOR_ENTITY.get(finding.tag, finding.tag)
+        out.append(text[cursor : finding.start])
+        out.append(f"<{tag}>")
+        counts[tag] += 1
+        cursor = finding.end
+    out.append(text[cursor:])
+    return Redacted("".join(out), counts)
+
+
+def analyze_many(texts: list[str]) -> list[list[Finding]]:
+    """The findings to redact in each text (overlaps resolved); English texts share one
+    batched spaCy pass."""
+    findings: list[list[Finding]] = [[] for _ in texts]
+    english: list[int] = []
+    for index, text in enumerate(texts):
+        if not text or not text.strip():
+            continue
+        findings[index] = _pattern_findings(text)
+        if chinese.cjk_share(text) > CJK_THRESHOLD or not settings.ULTRON_REDACT_NER:
+            findings[index].extend(presidio_engine.analyze_patterns(text))
+        else:
+            english.append(index)
+    if english:
+        analysed = presidio_engine.analyze_many([texts[i] for i in english])
+        for index, extra in zip(english, analysed, strict=True):
+            findings[index].extend(_people(texts[index], extra))
+    return [_resolve(text, found) if found else [] for text, found in zip(texts, findings, strict=True)]
+
+
+def redact_many(texts: list[str]) -> list[Redacted]:
+    """Redact several texts at once (faster than one by one)."""
+    return [_apply(text or "", found) for text, found in zip(texts, analyze_many(texts), strict=True)]
+
+
+def redact(text: str) -> Redacted:
+    """Replace every secret and personal datum in ``text`` by its ``<TAG>``."""
+    return redact_many([text])[0]

