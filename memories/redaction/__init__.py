@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from memories.redaction import chinese, names, patterns, presidio_engine
+from memories.redaction import chinese, names, numbers, patterns, presidio_engine
 from memories.redaction.patterns import Finding
 
 CJK_THRESHOLD = 0.2
@@ -38,6 +38,8 @@ def _pattern_findings(text: str) -> list[Finding]:
         found.extend(rule.find(text))
     for rule in chinese.RULES:
         found.extend(rule.find(text))
+    found.extend(numbers.phones(text))
+    found.extend(numbers.cards(text))
     return found
 
 

@@ -79,8 +79,11 @@ def plausible(text: str) -> bool:
     if text.lower() in TECH_TERMS or any(w.lower().strip(".,'’") in TECH_TERMS for w in words):
         return False
     for word in words:
-        core = word.strip(".,'’")
-        if not core or not all(c.isalpha() or c in ".'’-" for c in core):
+        core = word.strip(",")
+        if regex.fullmatch(_PARTICLE, core):
+            continue
+        # Capitalised words ("O'Neil", "Jean-Luc") or initials ("J", "J.") only.
+        if not regex.fullmatch(r"\p{Lu}\.?|\p{Lu}[\p{L}'’\-]*", core):
             return False
         if len(core) >= 3 and core.isupper():
             return False  # acronyms: API, JWT, SSN

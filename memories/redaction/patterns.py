@@ -64,6 +64,16 @@ _PLACEHOLDER_RE = re.compile(
 )
 
 
+_ROLE_LOCAL_PARTS = {
+    "noreply", "no-reply", "donotreply", "do-not-reply", "notifications", "notification",
+    "mailer-daemon", "postmaster", "bounce", "bounces",
+}
+
+
+def is_role_address(address: str) -> bool:
+    return address.split("@", 1)[0].lower() in _ROLE_LOCAL_PARTS
+
+
 def secret_like(value: str) -> bool:
     """Is the value of a ``password=`` / ``api_key:`` style assignment plausibly a secret?
 
@@ -82,10 +92,24 @@ def secret_like(value: str) -> bool:
     return sum((has_lower, has_upper, has_digit, has_symbol)) >= 3
 
 
-# Names of assignment keys whose value is a secret: ...password, ...secret, ...token,
-# ...api_key, ...key (ibm_key, cloudant_key, softlayer-key), ...pwd, ...pass, ...credential.
-_KEY_NAME = r"""[A-Za-z0-9_.-]*?(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|key|credentials?|auth)"""
+# Names of assignment keys whose value is a secret, matched at the end of the name:
+# ...password, ...pwd, ...pw, ...secret, ...token, ...api_key, ...access_key, ...credentials.
+# A bare "...key" is too common (primary_key, sort_key) and is left to the vendor rules below.
+_KEY_NAME = (
+    r"[A-Za-z0-9_.-]*?(?:pass(?:word|wd|phrase)?|pwd|pw|secret|token|api[_-]?key|apikey"
+    r"|(?:access|private|secret|auth|client|master|signing|encryption)[_-]?key|credentials?|auth)"
+)
+_SEP = r"""["']?\s*(?::=|:|=)\s*["']?"""
 _VALUE = r"""(?P<value>"[^"\n]{1,300}"|'[^'\n]{1,300}'|[^\s"',;}&<>)\]]{1,300})"""
+
+
+def _vendor(prefix: str, value: str, *, space_sep: bool = False) -> re.Pattern[str]:
+    """``<prefix>...key|pass|pwd = <value>`` for a vendor whose keys have a known shape."""
+    sep = r"""["']?\s*(?::=|:|=|\s)\s*["']?""" if space_sep else _SEP
+    return re.compile(
+        rf"(?i)(?<![A-Za-z0-9])(?:{prefix})[\w-]*?(?:key|pass|password|pwd|pw)[\w-]*?{sep}(?P<value>{value})(?![\w-])"
+    )
+
 
 RULES: list[Rule] = [
     # --- private keys and signed tokens ---------------------------------------------------
@@ -96,7 +120,10 @@ RULES: list[Rule] = [
          validate=_valid_jwt),
     # --- LLM providers ----------------------------------------------------------------------
     Rule("LLM_API_KEY", re.compile(r"(?<![A-Za-z0-9])sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}")),
-    Rule("LLM_API_KEY", re.compile(r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    # OpenAI's own prefixes carry the "T3BlbkFJ" marker; plain sk- keys (DashScope, DeepSeek,
+    # Moonshot, ...) are just long random strings.
+    Rule("LLM_API_KEY", re.compile(r"(?<![A-Za-z0-9_-])sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{10,}T3BlbkFJ[A-Za-z0-9_-]{10,}")),
+    Rule("LLM_API_KEY", re.compile(r"(?<![A-Za-z0-9_-])sk-(?!proj-|svcacct-|admin-)[A-Za-z0-9_-]{20,}")),
     Rule("LLM_API_KEY", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),  # Hugging Face
     Rule("LLM_API_KEY", re.compile(r"\bgsk_[A-Za-z0-9]{40,}\b")),  # Groq
     Rule("LLM_API_KEY", re.compile(r"\br8_[A-Za-z0-9]{30,}\b")),  # Replicate
@@ -111,7 +138,7 @@ RULES: list[Rule] = [
     Rule("GITLAB_TOKEN", re.compile(r"(?<![\w-])gloas-[0-9A-Za-z_-]{64}(?![\w-])")),
     Rule("NPM_TOKEN", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
     Rule("NPM_TOKEN", re.compile(r"//[^\s/]+/:_authToken=\s*(?P<value>[^\s$'\"{]+)"), group="value"),
-    Rule("PYPI_TOKEN", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{70,}")),
+    Rule("PYPI_TOKEN", re.compile(r"\bpypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{70,}")),
     Rule("ARTIFACTORY_TOKEN", re.compile(r"(?:(?<=[\s=:\"'])|^)(?:AKC[A-Za-z0-9]{10,}|AP[\dA-F][A-Za-z0-9]{8,})")),
     # --- clouds -------------------------------------------------------------------------------
     Rule("AWS_ACCESS_KEY", re.compile(r"(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")),
@@ -140,12 +167,18 @@ RULES: list[Rule] = [
     Rule("REDACTED_CREDENTIAL", re.compile(
         r"(?:^|(?<=[\s\"'{,(;&?]))[\"']?" + _KEY_NAME + r"[\"']?\s*(?::=|:|=)\s*" + _VALUE, re.IGNORECASE),
         score=0.9, group="value", validate=secret_like),
+    # Vendors whose keys have a fixed shape: IBM Cloud IAM (44), SoftLayer (64), Cloudant (24/64).
+    Rule("REDACTED_CREDENTIAL", _vendor("ibm|cloud|iam", r"[A-Za-z0-9_-]{44}"), group="value"),
+    Rule("REDACTED_CREDENTIAL", _vendor("softlayer|sl", r"[a-z0-9]{64}", space_sep=True), group="value"),
+    Rule("REDACTED_CREDENTIAL", _vendor("cloudant|clou|cl", r"[a-z0-9]{64}|[a-z0-9]{24}"), group="value"),
     Rule("REDACTED_CREDENTIAL", re.compile(r"(?:^|(?<=\s))--" + _KEY_NAME + r"\s+" + _VALUE, re.IGNORECASE),
          score=0.9, group="value", validate=secret_like),
     # --- identifiers ----------------------------------------------------------------------------
     Rule("UUID", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
          score=0.8),
-    Rule("EMAIL_ADDRESS", re.compile(r"(?<![\w.+-])[\w.%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b"), score=0.95),
+    # Role addresses (noreply@, postmaster@) identify no one and stay.
+    Rule("EMAIL_ADDRESS", re.compile(r"(?<![\w.+-])[\w.%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b"), score=0.95,
+         validate=lambda address: not is_role_address(address)),
     # Home directories: the user name goes, the rest of the path stays useful.
     Rule("USER", re.compile(r"(?:(?<=/home/)|(?<=/Users/))(?P<value>(?!<)[A-Za-z0-9._-]+)(?=/|\b)"), group="value",
          score=0.7, validate=lambda name: name.lower() not in {"shared", "runner", "ubuntu", "root"}),

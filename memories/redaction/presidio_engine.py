@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import threading
 from collections.abc import Iterable
 
-from memories.redaction.patterns import Finding
+from memories.redaction.patterns import Finding, is_role_address
 
 logger = logging.getLogger("ultron.redaction")
 
@@ -107,13 +108,26 @@ def analyzer():
     return _analyzer
 
 
-def _keep(entity: str, value: str) -> bool:
+_DOTTED_BEFORE = re.compile(r"\d\.$")
+_DOTTED_AFTER = re.compile(r"^\.\d")
+_IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+
+
+def _keep(entity: str, text: str, start: int, end: int) -> bool:
+    value = text[start:end]
     if entity == "IP_ADDRESS":
-        # Loopback, private and link-local addresses identify no one and are useful in fixes.
+        # Loopback, private and link-local addresses identify no one and are useful in fixes;
+        # four numbers inside a longer dotted run (1.2.3.4.5.6) are no address at all.
+        if _DOTTED_BEFORE.search(text[max(0, start - 2) : start]) or _DOTTED_AFTER.match(text[end : end + 2]):
+            return False
         try:
             return ipaddress.ip_address(value.strip("[]")).is_global
         except ValueError:
             return False
+    if entity == "PHONE_NUMBER":
+        return not _IPV4.match(value.strip())
+    if entity == "EMAIL_ADDRESS":
+        return not is_role_address(value)
     return True
 
 
@@ -122,8 +136,7 @@ def _findings(text: str, results: Iterable) -> list[Finding]:
     for result in results:
         if result.score < SCORE_THRESHOLD:
             continue
-        value = text[result.start : result.end]
-        if _keep(result.entity_type, value):
+        if _keep(result.entity_type, text, result.start, result.end):
             out.append(Finding(result.start, result.end, result.entity_type, float(result.score), "presidio"))
     return out
 
