@@ -129,7 +129,7 @@ def cn_phones(rows: list, figures: dict, leaks: list) -> None:
     data = json.loads(path.read_text())
     templates = ["{n}", "我的手机号是{n}，有事请联系。", "Call me on {n} after 6pm.", "联系电话：+86 {n}"]
 
-    def rate(numbers: list[int]) -> tuple[int, int]:
+    def rate(numbers: list[int], *, count_leaks: bool = True) -> tuple[int, int]:
         hit = 0
         for number in numbers:
             ok = True
@@ -137,7 +137,8 @@ def cn_phones(rows: list, figures: dict, leaks: list) -> None:
                 out = redact(template.format(n=number)).text
                 if str(number) in out:
                     ok = False
-                    leaks.append(str(number))
+                    if count_leaks:
+                        leaks.append(str(number))
             hit += ok
         return hit, len(numbers)
 
@@ -148,7 +149,7 @@ def cn_phones(rows: list, figures: dict, leaks: list) -> None:
     hit, total = rate(valid)
     rows.append(("Chinese mobiles (valid 11-digit) recall", f"{hit / total:.3f} ({hit}/{total}, 4 templates each)"))
     figures["cn_mobile_recall"] = hit / total
-    iot_hit, iot_total = rate(flatten("iot"))
+    iot_hit, iot_total = rate(flatten("iot"), count_leaks=False)
     rows.append(("  13-digit IoT numbers redacted", f"{iot_hit}/{iot_total} (not personal; left alone)"))
     reserved = flatten("reserved")
     flagged = sum(redact(str(n)).text != str(n) for n in reserved)

@@ -40,6 +40,7 @@ def _pattern_findings(text: str) -> list[Finding]:
         found.extend(rule.find(text))
     found.extend(numbers.phones(text))
     found.extend(numbers.cards(text))
+    found.extend(numbers.ibans(text))
     return found
 
 

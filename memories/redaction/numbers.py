@@ -19,12 +19,13 @@ _CANDIDATE = re.compile(
     r"(?<![\w+/.:@-])"
     r"(?P<number>(?:\+|00)?\(?\d[\d().\- \t]{5,24}\d)"
     r"(?P<ext>[ \t]?(?:x|ext\.?|extension)[ \t]?\d{1,6})?"
-    r"(?![\w/@-])(?!\.\d)"
+    r"(?![\w/@])(?!-\d)(?!\.\d)"
 )
 _CONTEXT = re.compile(
     r"(?i)(?:phone|mobile|cell|tel|telephone|fax|desk|office|home|work|call|calling|text|sms|whatsapp"
     r"|contact|reach|number|messages? to|answering at|registered|dial|电话|手机|联系|座机|号码)\W{0,12}$"
 )
+_CONTEXT_AFTER = re.compile(r"(?i)^\W{0,3}(?:office|mobile|cell|fax|home|work|desk|tel|phone)\b")
 _DATE = re.compile(r"\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}\b|\b\d{1,2}[-/.]\d{1,2}[-/.]\d{4}\b")
 _IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 _DECIMAL = re.compile(r"^\d+\.\d+$")
@@ -50,10 +51,13 @@ def phones(text: str) -> list[Finding]:
             or bool(match.group("ext"))
             or (len(groups) >= 3 and len(digits) >= 9 and max(len(g) for g in groups) <= 5)
         )
-        context = bool(_CONTEXT.search(text[max(0, match.start() - 40) : match.start()]))
+        end = match.start("number") + len(number) if not match.group("ext") else match.end("ext")
+        context = bool(
+            _CONTEXT.search(text[max(0, match.start() - 40) : match.start()])
+            or _CONTEXT_AFTER.match(text[end : end + 16])
+        )
         if not (strong or (context and (len(groups) >= 2 or len(digits) >= 7))):
             continue
-        end = match.start("number") + len(number) if not match.group("ext") else match.end("ext")
         found.append(Finding(match.start("number"), end, "PHONE_NUMBER", 0.75 if context else 0.6, "numbers"))
     return found
 
@@ -83,4 +87,27 @@ def cards(text: str) -> list[Finding]:
         digits = _digits(match.group("card"))
         if 12 <= len(digits) <= 19 and _ISSUERS.match(digits) and luhn_ok(digits) and len(set(digits)) > 2:
             found.append(Finding(match.start("card"), match.end("card"), "CREDIT_CARD", 0.85, "numbers"))
+    return found
+
+
+_IBAN = re.compile(r"(?<![A-Za-z0-9])(?P<iban>[A-Za-z]{2}\d{2}(?:[ ]?[A-Za-z0-9]){11,30})(?![A-Za-z0-9])")
+
+
+def iban_ok(candidate: str) -> bool:
+    """ISO 13616 mod-97 check."""
+    compact = candidate.replace(" ", "").upper()
+    if not 15 <= len(compact) <= 34:
+        return False
+    rearranged = compact[4:] + compact[:4]
+    digits = "".join(str(int(c, 36)) for c in rearranged)
+    return int(digits) % 97 == 1
+
+
+def ibans(text: str) -> list[Finding]:
+    """IBANs in any case, with or without the usual spaces, checksum-validated."""
+    found = []
+    for match in _IBAN.finditer(text):
+        candidate = match.group("iban").rstrip()
+        if iban_ok(candidate):
+            found.append(Finding(match.start("iban"), match.start("iban") + len(candidate), "IBAN_CODE", 0.95, "numbers"))
     return found

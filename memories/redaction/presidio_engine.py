@@ -111,6 +111,7 @@ def analyzer():
 _DOTTED_BEFORE = re.compile(r"\d\.$")
 _DOTTED_AFTER = re.compile(r"^\.\d")
 _IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_DECIMAL = re.compile(r"^\d+\.\d+$")
 
 
 def _keep(entity: str, text: str, start: int, end: int) -> bool:
@@ -125,7 +126,12 @@ def _keep(entity: str, text: str, start: int, end: int) -> bool:
         except ValueError:
             return False
     if entity == "PHONE_NUMBER":
-        return not _IPV4.match(value.strip())
+        # Not an address, a decimal, or digits glued to a timestamp or a longer number.
+        before, after = text[max(0, start - 1) : start], text[end : end + 1]
+        return not (
+            _IPV4.match(value.strip()) or _DECIMAL.match(value.strip())
+            or (before and before in "0123456789.:") or (after and after.isdigit())
+        )
     if entity == "EMAIL_ADDRESS":
         return not is_role_address(value)
     return True
