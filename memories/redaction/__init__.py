@@ -46,9 +46,11 @@ def _pattern_findings(text: str) -> list[Finding]:
 
 def _people(text: str, findings: list[Finding]) -> list[Finding]:
     """Presidio's findings with implausible PERSON spans dropped and more names added."""
-    kept = [f for f in findings if f.tag != "PERSON" or names.plausible(text[f.start : f.end])]
-    persons = [f for f in kept if f.tag == "PERSON"] + names.cue_names(text)
-    return kept + names.cue_names(text) + names.expand(text, persons)
+    others = [f for f in findings if f.tag != "PERSON"]
+    persons = [f for f in findings if f.tag == "PERSON" and names.plausible(text[f.start : f.end])]
+    persons += names.cue_names(text)
+    persons += names.expand(text, persons)
+    return others + names.merge_adjacent(persons, text)
 
 
 def _resolve(text: str, findings: list[Finding]) -> list[Finding]:

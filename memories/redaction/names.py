@@ -31,10 +31,20 @@ _CUES = regex.compile(
     r"|ask|tell|cc|attn)\b\.?,?[ \t]+)"
     rf"(?P<name>{_NAME})"
 )
+# Weaker cues: only a name of two or more words counts ("by Sari Paavolainen", not "by Default").
+_CUES_TWO_WORDS = regex.compile(
+    r"(?i:\b(?:by|under|add|with|to|from|about|for|called|named|songwriter|singer|author|user:|customer:"
+    r"|client:|patient:|employee:|owner:|contact:|change it to|been to a)[ \t]+)"
+    rf"(?P<name>{_WORD}[ \t]+(?:{_INITIAL}[ \t]+|\p{{Lu}}[ \t]+)?{_WORD})"
+)
+# "Sari J. Paavolainen", "Ravil G Yefimov": a middle initial between two capitalised words.
+_WITH_INITIAL = regex.compile(rf"(?P<name>{_WORD}[ \t]+\p{{Lu}}\.?[ \t]+{_WORD})(?![\p{{L}}])")
+# "Wisława Szczepańska's": a two-word name with a possessive.
+_POSSESSIVE = regex.compile(rf"(?P<name>{_WORD}[ \t]+{_WORD})(?=['’]s\b)")
 # Strong cues: the next one to three words are the name even in lower case.
 _STRONG_CUES = regex.compile(
     r"(?i:\b(?:my name is|my name's|name is|name:|last name\?|first name\?|call me|i am called|i'm called"
-    r"|signed|sincerely,?|this is)[ \t]+)"
+    r"|signed|sincerely,?|this is|follow up with|said to|shouted at|shouted to|told|asked)[ \t]+)"
     rf"(?P<name>{_LOWER_NAME})"
 )
 # "Tomomi Nishiyama lives at", "Enrico shouted": a name at the start of a sentence, before a
@@ -42,8 +52,34 @@ _STRONG_CUES = regex.compile(
 _SUBJECT = regex.compile(
     rf"(?:^|(?<=[.!?]\s)|(?<=\n))(?P<name>{_NAME})[ \t]+"
     r"(?=(?:lives|lived|shouted|spent|said|says|asked|told|wants|wanted|likes|liked|loves|loved|hates"
-    r"|married|was born|is from|was from|will be|would like|called|emailed|wrote|went|came)\b)"
+    r"|married|was born|is from|was from|will be|would like|called|emailed|wrote|went|came|began|started"
+    r"|joined|moved|is a very|is very)\b)"
 )
+# "Danial, can I ...": a name called at the start of a sentence.
+_VOCATIVE = regex.compile(
+    rf"(?:^|(?<=[.!?]\s)|(?<=\n))(?P<name>{_WORD}),[ \t]+"
+    r"(?=(?:can|could|would|will|please|do|did|are|have|is|i|we|you|thanks|thank)\b)",
+    regex.IGNORECASE,
+)
+# 'Ella: What a wife. Destiny: Remember': a speaker label in a dialogue.
+_SPEAKER = regex.compile(rf"(?:^|(?<=[\n.!?\"”]\s)|(?<=\n))(?P<name>{_WORD}):[ \t]*(?=[\"“]?\p{{Lu}})")
+# "Yuito Hirai of Reed Group": a two-word name followed by "of" and an organisation.
+_OF = regex.compile(rf"(?P<name>{_WORD}[ \t]+{_WORD})(?=[ \t]+of[ \t]+\p{{Lu}})")
+_LABELS = {
+    w.lower() for w in """
+    Error Warning Note Notes Answer Question User Assistant System Human AI Bot Fix Cause Solution
+    Resolution Context Example Output Input Result Results Step Steps Tip Summary Status Date Time Subject
+    From To Re Cc Bcc Name Phone Email Address Title Description Todo Update Edit Problem Issue Reason Root
+    Action Expected Actual Environment Version Command Response Request Reply Query Hint Info Debug Trace
+    Exception Traceback Usage Options Returns Args Parameters Raises Yields Attributes Methods Source Target
+    Host Port Path File Line Column Message Code Type Value Key Id Url Link Task Goal Plan Decision Outcome
+    Conclusion Observation Thought Tool Final Prompt Instructions Rule Rules Preference Pattern Correction
+    Security Life Tags Tier Score Total Count Price Cost Location Place Day Today Tomorrow Yesterday Morning
+    Evening Night Monday Tuesday Wednesday Thursday Friday Saturday Sunday Important Caution Danger Remember
+    Update Edited Author Reviewer Owner Assignee Reporter Priority Severity Labels Milestone Branch Commit
+    Merge Review Test Tests Build Deploy Release Changelog Added Changed Removed Fixed Deprecated Breaking
+    """.split()
+}
 _LIST = regex.compile(rf"(?:{_NAME})(?:[ \t]*,[ \t]*(?:{_NAME}))*(?:,?[ \t]+(?:and|or|&)[ \t]+(?:{_NAME}))")
 _STOP = {
     "i", "a", "an", "the", "this", "that", "these", "those", "it", "he", "she", "we", "they", "you", "my",
@@ -90,14 +126,22 @@ def plausible(text: str) -> bool:
     return True
 
 
-def _ok(name: str) -> bool:
+def _ok(name: str, *, lower_case: bool = False) -> bool:
     words = name.split()
-    return bool(words) and words[0].lower() not in _STOP and plausible(name)
+    if not words or words[0].lower() in _STOP or words[0].lower() in _LABELS:
+        return False
+    if lower_case:  # after "my name is", names may be written in lower case
+        return plausible(" ".join(w[:1].upper() + w[1:] for w in words))
+    return plausible(name)
 
 
 def cue_names(text: str) -> list[Finding]:
     found: list[Finding] = []
-    for pattern, score in ((_STRONG_CUES, 0.8), (_CUES, 0.7), (_SUBJECT, 0.6)):
+    patterns = (
+        (_STRONG_CUES, 0.8), (_CUES, 0.7), (_WITH_INITIAL, 0.7), (_CUES_TWO_WORDS, 0.6),
+        (_POSSESSIVE, 0.6), (_SUBJECT, 0.6), (_VOCATIVE, 0.6), (_SPEAKER, 0.55), (_OF, 0.55),
+    )
+    for pattern, score in patterns:
         for match in pattern.finditer(text):
             name = match.group("name")
             # Trim trailing words that are function words ("Rubija and" -> "Rubija").
@@ -107,7 +151,7 @@ def cue_names(text: str) -> list[Finding]:
             if not words:
                 continue
             name = " ".join(words)
-            if _ok(name):
+            if _ok(name, lower_case=pattern is _STRONG_CUES):
                 start = match.start("name")
                 found.append(Finding(start, start + len(name), "PERSON", score, "names"))
     return found
@@ -132,3 +176,18 @@ def expand(text: str, persons: list[Finding]) -> list[Finding]:
         for match in regex.finditer(rf"(?<![\p{{L}}\d_]){regex.escape(word)}(?![\p{{L}}\d_])", text):
             extra.append(Finding(match.start(), match.end(), "PERSON", 0.6, "names"))
     return extra
+
+
+_GAP = regex.compile(r"[ \t]+(?:\p{Lu}\.?[ \t]+)?")
+
+
+def merge_adjacent(persons: list[Finding], text: str) -> list[Finding]:
+    """Join PERSON pieces separated only by spaces or a middle initial ("Martim" "A" "Pereira")."""
+    merged: list[Finding] = []
+    for finding in sorted(persons, key=lambda f: f.start):
+        if merged and regex.fullmatch(_GAP, text[merged[-1].end : finding.start]):
+            last = merged[-1]
+            merged[-1] = Finding(last.start, finding.end, "PERSON", max(last.score, finding.score), last.source)
+        else:
+            merged.append(finding)
+    return merged
