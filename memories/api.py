@@ -158,6 +158,7 @@ def memory_full(memory: Memory) -> dict[str, Any]:
         "summary_l0": memory.summary_l0,
         "overview_l1": memory.overview_l1,
         "merge_pending": memory.merge_pending,
+        "redactions": memory.redaction_counts,
         "agent": memory.agent.name if memory.agent else None,
         "source": memory.source,
         "created_at": memory.created_at,

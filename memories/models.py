@@ -79,6 +79,9 @@ class Memory(models.Model):
     )
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
     provenance = models.JSONField(default=dict, blank=True)
+    redaction_counts = models.JSONField(
+        default=dict, blank=True, help_text="What redaction removed from this memory's uploads, by tag."
+    )
     archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -126,6 +129,7 @@ class MemoryContribution(models.Model):
     tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     similarity = models.FloatField(help_text="Cosine similarity to the memory when it matched.")
     match_reason = models.CharField(max_length=16)  # exact | similar | llm
+    redaction_counts = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
     provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

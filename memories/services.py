@@ -17,7 +17,7 @@ from django.utils import timezone
 from memories import intelligence
 from memories.models import EmbeddingSpace, Memory, MemoryContribution, Source, Status, Tier
 from memories.providers.embeddings import get_embedder
-from memories.redaction import redact
+from memories.redaction import redact_many
 from memories.selectors import DuplicateMatch, embedding_column_dimensions, memory_find_duplicate
 from memories.text import content_hash, embedding_text, normalise_tags
 from ultron_site.models import Agent
@@ -95,16 +95,11 @@ def memory_input_clean(*, content: Any, context: Any = "", resolution: Any = "",
     clean_resolution = _clean_text(resolution, "resolution", required=False, limit=settings.ULTRON_MAX_FIELD_CHARS)
     clean_tags = _clean_tags(tags)
     counts: Counter = Counter()
-    fields = []
-    for text in (clean_content, clean_context, clean_resolution):
-        result = redact(text)
+    results = redact_many([clean_content, clean_context, clean_resolution, *clean_tags])
+    for result in results:
         counts.update(result.counts)
-        fields.append(result.text)
-    redacted_tags = []
-    for tag in clean_tags:
-        result = redact(tag)
-        counts.update(result.counts)
-        redacted_tags.append(result.text)
+    fields = [r.text for r in results[:3]]
+    redacted_tags = [r.text for r in results[3:]]
     redacted_tags = normalise_tags(redacted_tags, max_tags=settings.ULTRON_MAX_TAGS, max_chars=settings.ULTRON_MAX_TAG_CHARS)
     return CleanMemory(fields[0], fields[1], fields[2], redacted_tags, counts)
 
@@ -233,6 +228,7 @@ def memory_upload(
                     agent=agent,
                     source=source,
                     provenance=provenance,
+                    redaction_counts=dict(clean.redactions),
                 )
                 result = UploadResult(memory, False, None, None, clean.redactions)
                 break
@@ -267,6 +263,7 @@ def _record_duplicate(
         match_reason=match.reason,
         source=source,
         provenance=provenance,
+        redaction_counts=dict(clean.redactions),
         # An identical body has nothing to fold in; only its tags count.
         merged_at=now if identical else None,
     )
@@ -277,6 +274,10 @@ def _record_duplicate(
         update["tags"] = tags
     if not identical:
         update["merge_pending"] = True
+    if clean.redactions:
+        counts = Counter(memory.redaction_counts)
+        counts.update(clean.redactions)
+        update["redaction_counts"] = dict(counts)
     Memory.objects.filter(pk=memory.pk).update(**update)
     return Memory.objects.defer("embedding").get(pk=memory.pk)
 

@@ -253,5 +253,7 @@ LOGGING = {
     "loggers": {
         "ultron": {"handlers": ["console"], "level": ULTRON_LOG_LEVEL.upper(), "propagate": False},
         "django_q": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # Presidio logs analysed text at DEBUG; never let that through.
+        "presidio-analyzer": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }

@@ -50,6 +50,10 @@ RULES: list[Rule] = [
     Rule("CN_RESIDENT_ID", re.compile(
         r"(?<![\dA-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![\dA-Za-z])"),
         score=0.95),
+    # Hong Kong (A123456(7)), Macau (1234567(8)) and Taiwan (A123456789) identity cards.
+    Rule("ID_NUMBER", re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{6}\([0-9A]\)"), score=0.8),
+    Rule("ID_NUMBER", re.compile(r"(?<![A-Za-z0-9])[157]\d{6}\(\d\)"), score=0.8),
+    Rule("ID_NUMBER", re.compile(r"(?<![A-Za-z0-9])[A-Z][12]\d{8}(?![A-Za-z0-9])"), score=0.6),
     # First generation, 15 digits: region(6) + YYMMDD + sequence(3).
     Rule("CN_RESIDENT_ID", re.compile(
         r"(?<![\dA-Za-z.])[1-9]\d{7}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}(?![\dA-Za-z])"), score=0.6),

@@ -78,6 +78,7 @@ _LABELS = {
     Evening Night Monday Tuesday Wednesday Thursday Friday Saturday Sunday Important Caution Danger Remember
     Update Edited Author Reviewer Owner Assignee Reporter Priority Severity Labels Milestone Branch Commit
     Merge Review Test Tests Build Deploy Release Changelog Added Changed Removed Fixed Deprecated Breaking
+    Architecture Design Overview Background Motivation Implementation Testing Performance Scope
     """.split()
 }
 _LIST = regex.compile(rf"(?:{_NAME})(?:[ \t]*,[ \t]*(?:{_NAME}))*(?:,?[ \t]+(?:and|or|&)[ \t]+(?:{_NAME}))")
@@ -103,6 +104,8 @@ TECH_TERMS = {
     OpenAI Anthropic DashScope Presidio spaCy Sentry Datadog Heroku Vercel Netlify Cloudflare AWS Azure
     GCP Lambda Stripe Twilio Okta Auth0 Keycloak Excel Outlook Markdown YAML JSON TOML Bash Zsh Vim Neovim
     Emacs VSCode Cursor Copilot Codex Ubuntu Nvidia CUDA Hugging Face Transformers Ollama LangChain
+    Tmux Screen Dialyzer Dialyxir Elixir Erlang Phoenix Mix Hex Credo Haskell Cabal Stack OCaml Dune
+    Zig Nim Crystal Dart Flutter Lua Julia Fortran Cobol Pascal Delphi Matlab Octave
     """.split()
 }
 

@@ -31,6 +31,13 @@ _IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 _DECIMAL = re.compile(r"^\d+\.\d+$")
 
 
+def has_context(text: str, start: int, end: int) -> bool:
+    """Is there a telephone word just before (or a line label just after) text[start:end]?"""
+    return bool(
+        _CONTEXT.search(text[max(0, start - 40) : start]) or _CONTEXT_AFTER.match(text[end : end + 16])
+    )
+
+
 def _digits(text: str) -> str:
     return re.sub(r"\D", "", text)
 
@@ -52,10 +59,7 @@ def phones(text: str) -> list[Finding]:
             or (len(groups) >= 3 and len(digits) >= 9 and max(len(g) for g in groups) <= 5)
         )
         end = match.start("number") + len(number) if not match.group("ext") else match.end("ext")
-        context = bool(
-            _CONTEXT.search(text[max(0, match.start() - 40) : match.start()])
-            or _CONTEXT_AFTER.match(text[end : end + 16])
-        )
+        context = has_context(text, match.start(), end)
         if not (strong or (context and (len(groups) >= 2 or len(digits) >= 7))):
             continue
         found.append(Finding(match.start("number"), end, "PHONE_NUMBER", 0.75 if context else 0.6, "numbers"))

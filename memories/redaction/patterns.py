@@ -121,8 +121,10 @@ RULES: list[Rule] = [
     # --- LLM providers ----------------------------------------------------------------------
     Rule("LLM_API_KEY", re.compile(r"(?<![A-Za-z0-9])sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}")),
     # OpenAI's own prefixes carry the "T3BlbkFJ" marker; plain sk- keys (DashScope, DeepSeek,
-    # Moonshot, ...) are just long random strings.
-    Rule("LLM_API_KEY", re.compile(r"(?<![A-Za-z0-9_-])sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{10,}T3BlbkFJ[A-Za-z0-9_-]{10,}")),
+    # Moonshot, ...) are just long random strings. Current OpenAI keys are over 150 characters.
+    Rule("LLM_API_KEY", re.compile(
+        r"(?<![A-Za-z0-9_-])sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{10,}T3BlbkFJ[A-Za-z0-9_-]{10,}"
+        r"|[A-Za-z0-9_-]{80,})")),
     Rule("LLM_API_KEY", re.compile(r"(?<![A-Za-z0-9_-])sk-(?!proj-|svcacct-|admin-)[A-Za-z0-9_-]{20,}")),
     Rule("LLM_API_KEY", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),  # Hugging Face
     Rule("LLM_API_KEY", re.compile(r"\bgsk_[A-Za-z0-9]{40,}\b")),  # Groq

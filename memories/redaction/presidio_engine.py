@@ -16,9 +16,14 @@ import re
 import threading
 from collections.abc import Iterable
 
+from memories.redaction.numbers import has_context
 from memories.redaction.patterns import Finding, is_role_address
 
 logger = logging.getLogger("ultron.redaction")
+# Presidio logs the analysed text's context words at DEBUG: unredacted text must never reach a
+# log, whatever level an operator sets elsewhere.
+for _name in ("presidio-analyzer", "presidio_analyzer"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 # Presidio entity -> our tag (most are the same name).
 ENTITIES = ["PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS", "US_SSN"]
@@ -128,6 +133,8 @@ def _keep(entity: str, text: str, start: int, end: int) -> bool:
     if entity == "PHONE_NUMBER":
         # Not an address, a decimal, or digits glued to a timestamp or a longer number.
         before, after = text[max(0, start - 1) : start], text[end : end + 1]
+        if value.isdigit() and not has_context(text, start, end):
+            return False  # a bare digit run is an id or a count unless the text says "phone"
         return not (
             _IPV4.match(value.strip()) or _DECIMAL.match(value.strip())
             or (before and before in "0123456789.:") or (after and after.isdigit())

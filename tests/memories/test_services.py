@@ -28,17 +28,17 @@ ERROR_REWORDED = {
 
 
 def test_secrets_in_uploads_are_redacted_before_storage(agent):
-    key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyzT3BlbkFJ0123456789abcdefghij"
     result = memory_upload(
         content=f"OpenAI calls failed with 401 because the key {key} was revoked",
         resolution="export OPENAI_API_KEY=sk-proj-zyxwvutsrqponmlkjihgfedcba987654 and retry",
-        tags=["openai", key],
+        tags=["openai", "sk-0a1b2c3d4e5f60718293a4b5c6d7e8f9"],
         agent=agent,
     )
     memory = Memory.objects.get(pk=result.memory.pk)
     stored = json.dumps([memory.content, memory.context, memory.resolution, memory.tags,
                          memory.summary_l0, memory.overview_l1])
-    assert "sk-proj-" not in stored
+    assert "sk-proj-" not in stored and "sk-0a1b2c3d" not in stored
     assert "<LLM_API_KEY>" in memory.content
     assert result.redactions["LLM_API_KEY"] >= 2
 

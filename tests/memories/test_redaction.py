@@ -1,0 +1,221 @@
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from memories.redaction import analyze_many, redact, redact_many
+from memories.redaction.chinese import cjk_share, id_checksum_ok
+from memories.redaction.numbers import iban_ok, luhn_ok
+from memories.redaction.patterns import secret_like
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (text, tag that must appear); every secret below is fake but has the real format.
+POSITIVES = [
+    ("key sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345", "LLM_API_KEY"),
+    ("OPENAI=sk-proj-Xi8tdMjHV6pmbBbwilTeT3BlbkFJ3UDnpdEwNNm6wVBpYM0o", "LLM_API_KEY"),
+    ("dashscope key sk-0123456789abcdef0123456789abcdef", "LLM_API_KEY"),
+    ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "GITHUB_TOKEN"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU", "GITHUB_TOKEN"),
+    ("glpat-hellOworld380_testin", "GITLAB_TOKEN"),
+    ("AKIAIOSFODNN7EXAMPLE in the env", "AWS_ACCESS_KEY"),
+    ('aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"', "AWS_SECRET_KEY"),
+    ("maps key AIzaSyA1234567890abcdefghijklmnopqrstuv", "GOOGLE_API_KEY"),
+    ("xoxb-1234567890-abcdefghijkl", "SLACK_TOKEN"),
+    ("sk_live_ReTllpYQYfIZu2Jnf2lAPFjD", "STRIPE_KEY"),
+    ("npm_abcdefghijklmnopqrstuvwxyz0123456789", "NPM_TOKEN"),
+    ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "JWT"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----", "PRIVATE_KEY"),
+    ("Authorization: Bearer abc.def.ghijklmnopqrstuv", "REDACTED_TOKEN"),
+    ("postgres://app:hunter2secret@db:5432/app", "REDACTED_CREDENTIAL"),
+    ("DB_PASSWORD=s3cr3t-value", "REDACTED_CREDENTIAL"),
+    ('api_key: "Zx81kLmN0pQ"', "REDACTED_CREDENTIAL"),
+    ("SECRET_TOKEN=Abc123xyz789", "REDACTED_CREDENTIAL"),
+    ("request id 123e4567-e89b-12d3-a456-426614174000", "UUID"),
+    ("see /home/alice/project/x.py", "USER"),
+    (r"C:\Users\bob\AppData\Local", "USER"),
+    ("mail alice@example.org", "EMAIL_ADDRESS"),
+    ("Call me at +1-415-555-2671", "PHONE_NUMBER"),
+    ("card 4111 1111 1111 1111", "CREDIT_CARD"),
+    ("IBAN DE89 3704 0044 0532 0130 00", "IBAN_CODE"),
+    ("server 8.8.8.8 answered", "IP_ADDRESS"),
+    ("My SSN is 536-90-4399", "US_SSN"),
+    ("Please ask Maria Garcia about it", "PERSON"),
+    ("我的手机号是13812345678，请联系", "PHONE_NUMBER"),
+    ("联系电话 +86 138-1234-5678", "PHONE_NUMBER"),
+    ("座机 010-12345678", "PHONE_NUMBER"),
+    ("身份证号 110101199003074578", "CN_RESIDENT_ID"),
+]
+
+NEGATIVES = [
+    "Set max_connections=200 and restart; see the password reset docs.",
+    "connect to 127.0.0.1:5432 or 192.168.1.10",
+    "build 20240315138123456 at 2024-03-15 13:45:12.138123456",
+    "epoch 1712345678901 and version 1.2.3.4.5",
+    "primary_key = 42 and sort_key=created_at",
+    'password = "${DB_PASSWORD}" and token=$TOKEN and api_key="%s"',
+    "Django raised an error inside the Kubernetes pod; Redis was fine.",
+    "mail noreply@github.com for notifications",
+    "the request took 1 234 ms",
+    "订单号 20240315138123456789 已发货",
+]
+
+
+@pytest.mark.parametrize(("text", "tag"), POSITIVES)
+def test_each_recognizer_finds_its_kind(text, tag):
+    result = redact(text)
+    assert f"<{tag}>" in result.text, result.text
+    assert result.counts[tag] >= 1
+
+
+@pytest.mark.parametrize(("text", "tag"), POSITIVES)
+def test_redacting_redacted_text_changes_nothing(text, tag):
+    once = redact(text).text
+    twice = redact(once)
+    assert twice.text == once
+    assert not twice.counts
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_ordinary_technical_text_is_left_alone(text):
+    assert redact(text).text == text
+
+
+def test_only_the_secret_part_of_an_assignment_or_url_goes():
+    assert redact("DB_PASSWORD=s3cr3t-value").text == "DB_PASSWORD=<REDACTED_CREDENTIAL>"
+    assert redact("postgres://app:hunter2x@db/app").text == "postgres://<REDACTED_CREDENTIAL>@db/app"
+    assert redact("/home/alice/src/app.py").text == "/home/<USER>/src/app.py"
+
+
+def test_overlaps_go_to_the_strongest_finding():
+    # The e-mail inside a URL credential, the digits inside an API key: one tag each.
+    text = "key sk-0123456789abcdef13812345678abcdef and mail bob.smith@example.com"
+    result = redact(text)
+    assert result.text == "key <LLM_API_KEY> and mail <EMAIL_ADDRESS>"
+
+
+def test_cjk_heavy_text_takes_the_chinese_path():
+    text = "张伟的邮箱是 zhang.wei@example.cn，他的手机号码是 +86 13912345678，身份证号码是 11010119900307457X，请大家注意保密。"
+    assert cjk_share(text) > 0.2
+    out = redact(text).text
+    assert "<EMAIL_ADDRESS>" in out and "<PHONE_NUMBER>" in out
+    assert "13912345678" not in out and "zhang.wei" not in out
+
+
+def test_mobile_numbers_inside_longer_digit_runs_are_not_phones():
+    for text in ("流水号 1381234567890", "ts=20231113812345678", "id 913812345678"):
+        assert "<PHONE_NUMBER>" not in redact(text).text, text
+
+
+def test_validators():
+    assert id_checksum_ok("11010519491231002X")
+    assert not id_checksum_ok("110105194912310021")
+    assert luhn_ok("4111111111111111") and not luhn_ok("4111111111111112")
+    assert iban_ok("GB82WEST12345698765432") and not iban_ok("GB82WEST12345698765433")
+    assert secret_like("hunter2") is True
+    assert secret_like("insert_key_here") is False
+    assert secret_like("${TOKEN}") is False
+
+
+def test_batch_and_single_agree():
+    texts = [t for t, _ in POSITIVES[:10]] + NEGATIVES[:3] + ["", "   "]
+    assert [r.text for r in redact_many(texts)] == [redact(t).text for t in texts]
+    assert len(analyze_many(texts)) == len(texts)
+
+
+def test_no_network_while_building_and_using_the_analyzer():
+    """A fresh process counts every outgoing TCP/UDP connection attempt; there must be none."""
+    script = r"""
+import socket, sys, os
+attempts = []
+real_connect = socket.socket.connect
+def connect(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        attempts.append(address)
+        raise OSError("network disabled in this test")
+    return real_connect(self, address)
+socket.socket.connect = connect
+real_cc = socket.create_connection
+def create_connection(address, *a, **k):
+    attempts.append(address)
+    raise OSError("network disabled in this test")
+socket.create_connection = create_connection
+real_gai = socket.getaddrinfo
+def getaddrinfo(host, *a, **k):
+    if host not in (None, "localhost", "127.0.0.1", "::1"):
+        attempts.append(("dns", host))
+    return real_gai(host, *a, **k)
+socket.getaddrinfo = getaddrinfo
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ultron_site.settings")
+import django
+django.setup()
+from memories.redaction import redact
+out = redact("Write to jane.doe@example.co.uk or visit https://sub.example.com/x, Jane Doe said.").text
+assert "<EMAIL_ADDRESS>" in out, out
+print("ATTEMPTS", attempts)
+"""
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ATTEMPTS []" in result.stdout, result.stdout + result.stderr[-2000:]
+
+
+# --- every entry point ----------------------------------------------------------------------
+
+SECRET = "sk-proj-" + "Q9rZx81kLmN0pQw2E4rT6y" + "T3BlbkFJ" + "zz8xkW2mN4vB7cL1pR6tY0uI3oP5aS8dF2gH"
+PERSON_EMAIL = "grace.hopper@navy.example.mil"
+TAG_SECRET = "sk-0a1b2c3d4e5f60718293a4b5c6d7e8f9"  # DashScope-shaped, short enough to be a tag
+
+
+def _all_table_text() -> str:
+    chunks = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names():
+            cursor.execute(f'SELECT t::text FROM "{table}" t')
+            chunks.extend(row[0] for row in cursor.fetchall())
+    return "\n".join(chunks)
+
+
+@pytest.mark.django_db
+def test_a_secret_sent_through_every_entry_point_is_in_no_table_and_no_log(api, caplog, django_capture_on_commit_callbacks):
+    caplog.set_level(logging.DEBUG)
+    payload = {
+        "content": f"Calls failed with 401: key {SECRET} was revoked; mail {PERSON_EMAIL}",
+        "context": f"export OPENAI_API_KEY={SECRET}",
+        "resolution": f"rotate {SECRET} and tell {PERSON_EMAIL}",
+        "tags": ["openai", TAG_SECRET, PERSON_EMAIL],
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        first = api.post(reverse("memory-upload"), payload, format="json")
+        # a near-duplicate: its text is kept as a contribution
+        second = api.post(reverse("memory-upload"), {**payload, "content": payload["content"] + " again"}, format="json")
+    assert first.status_code == 201 and second.status_code == 200
+    api.post(reverse("memory-search"), {"query": f"what about {SECRET}?"}, format="json")
+    api.post(reverse("context"), {"query": f"{SECRET} {PERSON_EMAIL}"}, format="json")
+    details = api.post(reverse("memory-details"), {"ids": [first.json()["id"]]}, format="json").json()
+    record = details["memories"][0]
+    assert record["redactions"]["LLM_API_KEY"] >= 4 and record["redactions"]["EMAIL_ADDRESS"] >= 2
+    everything = _all_table_text()
+    for value in (SECRET, PERSON_EMAIL, TAG_SECRET):
+        assert value not in everything
+    assert "<LLM_API_KEY>" in everything
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert SECRET not in logged and PERSON_EMAIL not in logged
+    assert SECRET not in json.dumps(details)
+
+
+@pytest.mark.django_db
+def test_secrets_never_reach_the_llm(openai_llm, agent, django_capture_on_commit_callbacks):
+    from memories.services import memory_upload
+
+    openai_llm.script('{"memory_type": "security"}', '{"summary_l0": "s", "overview_l1": "o"}')
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_upload(content=f"leaked {SECRET} in CI logs; contact {PERSON_EMAIL}", agent=agent)
+    sent = json.dumps([r["body"] for r in openai_llm.requests])
+    assert openai_llm.requests and SECRET not in sent and PERSON_EMAIL not in sent
