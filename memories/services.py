@@ -73,7 +73,14 @@ def _clean_tags(value: Any) -> list[str]:
     for tag in value:
         if len(tag.strip()) > settings.ULTRON_MAX_TAG_CHARS:
             raise MemoryInputError("tags", f"each tag must be at most {settings.ULTRON_MAX_TAG_CHARS} characters")
-    tags = normalise_tags(value, max_tags=10_000, max_chars=settings.ULTRON_MAX_TAG_CHARS)
+    # Distinct by their normal form, but kept as written: redaction sees "Grace Hopper", not
+    # "grace hopper" (names are found by their capitals); normalisation comes after.
+    distinct: dict[str, str] = {}
+    for tag in value:
+        raw = " ".join(tag.split())
+        if raw and raw.lower() not in distinct:
+            distinct[raw.lower()] = raw
+    tags = list(distinct.values())
     if len(tags) > settings.ULTRON_MAX_TAGS:
         raise MemoryInputError("tags", f"at most {settings.ULTRON_MAX_TAGS} distinct tags are allowed")
     return tags

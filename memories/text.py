@@ -175,11 +175,16 @@ def classify_offline(content: str, context: str = "", resolution: str = "") -> s
     return str(MemoryType.PATTERN if _TECHNICAL_RE.search(joined) else MemoryType.LIFE)
 
 
+_MARKER_RE = re.compile(r"<([a-z][a-z0-9_]*)>")
+
+
 def normalise_tags(tags: list[str], *, max_tags: int, max_chars: int) -> list[str]:
-    """Lower-case, trim, collapse spaces, drop empties and duplicates (order kept), cap count."""
+    """Lower-case, trim, collapse spaces, drop empties and duplicates (order kept), cap count.
+    Redaction markers keep their capitals (``<PERSON>``)."""
     seen: list[str] = []
     for tag in tags:
         clean = normalise_space(str(tag)).lower()[:max_chars].strip()
+        clean = _MARKER_RE.sub(lambda m: f"<{m.group(1).upper()}>", clean)
         if clean and clean not in seen:
             seen.append(clean)
     return seen[:max_tags]

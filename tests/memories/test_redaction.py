@@ -219,3 +219,11 @@ def test_secrets_never_reach_the_llm(openai_llm, agent, django_capture_on_commit
         memory_upload(content=f"leaked {SECRET} in CI logs; contact {PERSON_EMAIL}", agent=agent)
     sent = json.dumps([r["body"] for r in openai_llm.requests])
     assert openai_llm.requests and SECRET not in sent and PERSON_EMAIL not in sent
+
+
+@pytest.mark.django_db
+def test_tags_are_redacted_before_they_are_lower_cased(agent):
+    from memories.services import memory_upload
+
+    result = memory_upload(content="Pairing session notes on flaky tests", tags=["Grace Hopper", "CI"], agent=agent)
+    assert result.memory.tags == ["<PERSON>", "ci"]

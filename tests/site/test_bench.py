@@ -1,0 +1,40 @@
+"""The benchmark scripts stay runnable: a tiny run of each, reading ../shared/eval when present."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EVAL = Path(os.environ.get("ULTRON_EVAL_DIR", ROOT.parent / "shared" / "eval"))
+
+
+def _run(*args: str) -> dict:
+    result = subprocess.run(
+        [sys.executable, *args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    last = result.stdout.strip().splitlines()[-1]
+    if last.startswith("SKIP"):
+        pytest.skip(last)
+    return json.loads(last)
+
+
+@pytest.mark.skipif(not (EVAL / "paraphrase").exists(), reason="../shared/eval not present")
+def test_upload_bench_smoke():
+    figures = _run("bench/upload.py", "--n", "8", "--clients", "1")
+    assert figures["n"] == 8 and figures["funnel_1_per_s"] > 0
+
+
+@pytest.mark.skipif(not (EVAL / "pii").exists(), reason="../shared/eval not present")
+def test_redaction_bench_smoke():
+    figures = _run("bench/redaction.py", "--limit", "20")
+    assert figures["secrets_recall"] >= 0.95
+    assert figures["secrets_false_flag_rate"] <= 0.10
+    assert figures["cn_mobile_recall"] >= 0.99
+    assert figures["any_rule_recall"] >= 0.95
