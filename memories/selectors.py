@@ -317,3 +317,42 @@ def context_assemble(
         used += cost
         blocks.append(ContextBlock(memory_id, kind, text, cost))
     return AssembledContext("\n".join(lines), used, blocks)
+
+
+def memory_pairs_near_duplicate(*, limit: int) -> list[tuple[Any, Any, float]]:
+    """Active same-type pairs at or above the duplicate threshold: (older id, newer id, similarity).
+    Looks at the newest ``limit × 20`` memories of each type (a bounded run), each one's nearest
+    same-type neighbour coming from the type's partial HNSW index."""
+    table = Memory._meta.db_table
+    threshold = settings.ULTRON_DUPLICATE_THRESHOLD
+    pairs: list[tuple[Any, Any, float]] = []
+    seen: set[Any] = set()
+    for memory_type in MemoryType.values:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                SELECT m.id, n.id, 1 - (m.embedding <=> n.embedding) AS similarity
+                FROM {table} m
+                CROSS JOIN LATERAL (
+                    SELECT id, embedding, created_at FROM {table} o
+                    WHERE o.status = 'active' AND o.memory_type = '{memory_type}' AND o.id <> m.id
+                    ORDER BY o.embedding <=> m.embedding LIMIT 1
+                ) n
+                WHERE m.id IN (
+                    SELECT id FROM {table} WHERE status = 'active' AND memory_type = '{memory_type}'
+                    ORDER BY created_at DESC LIMIT %s
+                  )
+                  AND 1 - (m.embedding <=> n.embedding) >= %s AND m.created_at <= n.created_at
+                ORDER BY similarity DESC
+                LIMIT %s
+                """,
+                [limit * 20, threshold, limit],
+            )
+            for older, newer, similarity in cursor.fetchall():
+                if older in seen or newer in seen:
+                    continue
+                seen.update((older, newer))
+                pairs.append((older, newer, float(similarity)))
+        if len(pairs) >= limit:
+            break
+    return pairs[:limit]

@@ -511,3 +511,44 @@ def memories_reembed(*, batch_size: int = 256, progress: Any = None) -> int:
         EmbeddingSpace.objects.create(provider=provider, model=model, dimensions=dims)
     _verified_space = (provider, model, dims)
     return done
+
+
+def memory_archive(*, memory_id: Any) -> bool:
+    """Archive a memory (kept, but out of search and rebalance)."""
+    return bool(
+        Memory.objects.filter(pk=memory_id, status=Status.ACTIVE).update(
+            status=Status.ARCHIVED, archived_at=timezone.now()
+        )
+    )
+
+
+def memories_consolidate(*, limit: int = 50) -> dict[str, int]:
+    """Fold near-duplicate active pairs left over (e.g. from before a threshold change) into one
+    memory: the newer becomes a contribution of the older and is archived; bounded per run.
+    Off unless ULTRON_CONSOLIDATION_ENABLED."""
+    from memories.selectors import memory_pairs_near_duplicate
+
+    if not settings.ULTRON_CONSOLIDATION_ENABLED:
+        return {"enabled": 0, "merged": 0}
+    merged = 0
+    for keep_id, drop_id, similarity in memory_pairs_near_duplicate(limit=limit):
+        with transaction.atomic():
+            pair = {m.pk: m for m in Memory.objects.select_for_update().defer("embedding")
+                    .filter(pk__in=[keep_id, drop_id], status=Status.ACTIVE)}
+            if len(pair) != 2:
+                continue
+            keep, drop = pair[keep_id], pair[drop_id]
+            MemoryContribution.objects.create(
+                memory=keep, agent=drop.agent, content=drop.content, context=drop.context,
+                resolution=drop.resolution, tags=drop.tags, similarity=similarity, match_reason="consolidated",
+                source=drop.source, provenance={**drop.provenance, "consolidated_from": str(drop.pk)},
+                redaction_counts=drop.redaction_counts,
+            )
+            Memory.objects.filter(pk=keep.pk).update(
+                hit_count=F("hit_count") + drop.hit_count, merge_pending=True, updated_at=timezone.now(),
+                tags=normalise_tags(keep.tags + drop.tags, max_tags=settings.ULTRON_MAX_TAGS,
+                                    max_chars=settings.ULTRON_MAX_TAG_CHARS),
+            )
+            Memory.objects.filter(pk=drop.pk).update(status=Status.ARCHIVED, archived_at=timezone.now())
+            merged += 1
+    return {"enabled": 1, "merged": merged}

@@ -35,3 +35,7 @@ def merge_retry_step() -> dict[str, int]:
 def tier_rebalance_step() -> dict[str, int]:
     result = services.tiers_rebalance()
     return result.__dict__.copy()
+
+
+def consolidation_step() -> dict[str, int]:
+    return services.memories_consolidate()

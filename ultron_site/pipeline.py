@@ -1,8 +1,7 @@
 """The scheduled pipeline (SPEC §11): one django-q2 schedule runs the steps in order.
 
 Each step is a plain function (also runnable alone with ``manage.py run_pipeline --step``).
-Later steps (segmentation, metrics, extraction, crystallization, consolidation) register
-here as their apps arrive.
+Crystallization joins between tier rebalance and consolidation when clusters exist (issue 5).
 """
 
 from __future__ import annotations
@@ -21,8 +20,12 @@ SCHEDULE_NAME = "ultron-pipeline"
 
 # (step name, dotted path of a function taking no arguments and returning a dict of counts)
 STEPS: list[tuple[str, str]] = [
+    ("segmentation", "ingestion.tasks.segmentation_step"),
+    ("metrics", "ingestion.tasks.metrics_step"),
+    ("extraction", "ingestion.tasks.extraction_step"),
     ("merge_retry", "memories.tasks.merge_retry_step"),
     ("tier_rebalance", "memories.tasks.tier_rebalance_step"),
+    ("consolidation", "memories.tasks.consolidation_step"),
 ]
 
 

@@ -225,6 +225,28 @@ ULTRON_HOTNESS_WEIGHT = env_float("ULTRON_HOTNESS_WEIGHT", 0.1, minimum=0.0, max
 ULTRON_SEARCH_EF = env_int("ULTRON_SEARCH_EF", 100, minimum=10, maximum=1000)
 ULTRON_SEARCH_FILTERED_EF = env_int("ULTRON_SEARCH_FILTERED_EF", 400, minimum=10, maximum=1000)
 
+# --- ingestion ----------------------------------------------------------------------------
+# Directories whose files POST /api/ingest may read by path (comma-separated); empty = none.
+ULTRON_INGEST_ROOTS = [str(Path(p).expanduser().resolve()) for p in env_list("ULTRON_INGEST_ROOTS")]
+ULTRON_INGEST_MAX_FILE_BYTES = env_int("ULTRON_INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024, minimum=1024)
+ULTRON_INGEST_MAX_REQUEST_BYTES = env_int("ULTRON_INGEST_MAX_REQUEST_BYTES", 200 * 1024 * 1024, minimum=1024)
+ULTRON_INGEST_MAX_TEXT_CHARS = env_int("ULTRON_INGEST_MAX_TEXT_CHARS", 200_000, minimum=100)
+# Files above this size keep no bytes in the raw archive (ingestion still proceeds).
+ULTRON_RAW_ARCHIVE_MAX_BYTES = env_int("ULTRON_RAW_ARCHIVE_MAX_BYTES", 10 * 1024 * 1024, minimum=0)
+# Store redacted text in the raw archive instead of the original bytes.
+RAW_ARCHIVE_REDACT = env_bool("RAW_ARCHIVE_REDACT", False)
+# Offline segmenter: a user turn less similar than this to the current goals starts a segment.
+ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float("ULTRON_SEGMENT_SHIFT_THRESHOLD", 0.2, minimum=-1.0, maximum=1.0)
+# Segments scoring at least this are eligible for memory extraction.
+ULTRON_SEGMENT_MIN_SCORE = env_float("ULTRON_SEGMENT_MIN_SCORE", 0.7, minimum=0.0, maximum=1.0)
+# Pipeline work items: batch size, attempts before parking, first retry delay (doubles).
+ULTRON_PIPELINE_BATCH = env_int("ULTRON_PIPELINE_BATCH", 20, minimum=1, maximum=1000)
+ULTRON_PIPELINE_MAX_ATTEMPTS = env_int("ULTRON_PIPELINE_MAX_ATTEMPTS", 5, minimum=1, maximum=100)
+ULTRON_PIPELINE_RETRY_SECONDS = env_int("ULTRON_PIPELINE_RETRY_SECONDS", 60, minimum=0)
+ULTRON_PIPELINE_LEASE_SECONDS = env_int("ULTRON_PIPELINE_LEASE_SECONDS", 900, minimum=10)
+# Optional consolidation step: merge near-duplicate pairs left over, bounded per run.
+ULTRON_CONSOLIDATION_ENABLED = env_bool("ULTRON_CONSOLIDATION_ENABLED", False)
+
 # --- scheduled pipeline (django-q2) -------------------------------------------------------
 ULTRON_DECAY_INTERVAL_HOURS = env_float("ULTRON_DECAY_INTERVAL_HOURS", 6.0, minimum=0.05)
 ULTRON_Q_WORKERS = env_int("ULTRON_Q_WORKERS", 2, minimum=1, maximum=64)

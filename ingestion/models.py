@@ -1,0 +1,144 @@
+"""Raw archive, sessions, task segments and their provenance links (SPEC §2, §9)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class RawUpload(models.Model):
+    """The original bytes of one ingested file or ``ingest_text`` call (admins only).
+
+    Files over ``ULTRON_RAW_ARCHIVE_MAX_BYTES`` keep no bytes here (``content`` is null); they
+    wait for processing in ``spool_path`` under the data directory instead.
+    """
+
+    class Kind(models.TextChoices):
+        FILE = "file", "Session file"
+        TEXT = "text", "Plain text"
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=1000, blank=True)
+    agent = models.ForeignKey("ultron_site.Agent", null=True, on_delete=models.SET_NULL, related_name="raw_uploads")
+    size = models.BigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    content = models.BinaryField(null=True, blank=True)
+    redacted = models.BooleanField(default=False, help_text="content holds redacted text, not the original")
+    spool_path = models.CharField(max_length=500, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name or self.pk}"
+
+
+class WorkState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed, will retry"
+    PARKED = "parked", "Parked after repeated failures"
+
+
+class WorkItem(models.Model):
+    """Retry bookkeeping shared by sessions (segmentation) and segments (metrics, extraction).
+
+    A worker claims an item by setting ``lease_until``; a crashed worker's lease runs out and
+    the item is picked up again. A failure never marks an item done: it counts an attempt,
+    keeps the error and waits ``next_attempt_at``; after the configured number it is parked.
+    """
+
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class IngestJob(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey("ultron_site.Agent", null=True, on_delete=models.SET_NULL, related_name="ingest_jobs")
+    created_at = models.DateTimeField(auto_now_add=True)
+    files = models.JSONField(default=list, help_text="the per-file results returned to the caller")
+
+    def __str__(self) -> str:
+        return str(self.pk)
+
+
+class SessionRecord(WorkItem):
+    """One conversation session: (agent, the client's own path/name for it)."""
+
+    agent = models.ForeignKey("ultron_site.Agent", on_delete=models.CASCADE, related_name="sessions")
+    identity = models.CharField(max_length=1000)
+    sha256 = models.CharField(max_length=64)
+    size = models.BigIntegerField(default=0)
+    line_count = models.PositiveIntegerField(default=0)
+    message_count = models.PositiveIntegerField(default=0)
+    malformed = models.JSONField(default=dict, blank=True, help_text="malformed lines by reason")
+    raw = models.ForeignKey(RawUpload, null=True, on_delete=models.SET_NULL, related_name="sessions")
+    job = models.ForeignKey(IngestJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions")
+    segmentation = models.CharField(max_length=8, choices=WorkState.choices, default=WorkState.PENDING)
+    segmented_sha256 = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "identity"], name="session_agent_identity")]
+        indexes = [models.Index(fields=["segmentation", "next_attempt_at"], name="session_work")]
+
+    def __str__(self) -> str:
+        return self.identity
+
+
+class TaskSegment(WorkItem):
+    session = models.ForeignKey(SessionRecord, on_delete=models.CASCADE, related_name="segments")
+    index = models.PositiveIntegerField()
+    start_message = models.PositiveIntegerField()
+    end_message = models.PositiveIntegerField(help_text="exclusive")
+    topic = models.CharField(max_length=200, blank=True)
+    fingerprint = models.CharField(max_length=16)
+    messages = models.JSONField(default=list, help_text="the segment's messages, redacted")
+    metrics = models.JSONField(default=dict, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    task_type = models.CharField(max_length=32, blank=True)
+    labeling = models.CharField(max_length=8, choices=WorkState.choices, default=WorkState.PENDING)
+    extraction = models.CharField(max_length=8, choices=WorkState.choices, default=WorkState.PENDING)
+    extracted_items = models.JSONField(
+        null=True, blank=True, help_text="what extraction produced, kept so a crash never extracts twice"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "index"]
+        constraints = [models.UniqueConstraint(fields=["session", "fingerprint"], name="segment_fingerprint")]
+        indexes = [
+            models.Index(fields=["labeling", "next_attempt_at"], name="segment_labeling"),
+            models.Index(fields=["extraction", "next_attempt_at"], name="segment_extraction",
+                         condition=Q(labeling="done")),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.index} {self.topic}"
+
+
+class SegmentMemory(models.Model):
+    """Provenance: this memory came (in whole or as a merged duplicate) from this segment."""
+
+    segment = models.ForeignKey(TaskSegment, on_delete=models.CASCADE, related_name="memory_links")
+    memory = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="segment_links")
+    item_index = models.PositiveIntegerField(help_text="which extracted item of the segment")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["segment", "item_index"], name="segment_item_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"segment {self.segment_id} item {self.item_index} -> {self.memory_id}"

@@ -1,0 +1,182 @@
+"""Splitting a session into independent task segments (SPEC §9).
+
+A new segment starts where the user turns to a clearly different goal; follow-ups stay in the
+segment. With an LLM the model proposes the split for each window of the session that fits its
+input budget, and the answer is checked (contiguous, covering, in bounds) before it is used.
+Without one, a deterministic segmenter looks at the user's own turns: explicit cues ("next
+task", "另外") start a segment, follow-up cues ("that didn't work", "continue") never do, and
+otherwise a turn whose embedding is far from the goals of the current segment starts one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+
+from ingestion.parsing import Message
+from memories.providers.embeddings import get_embedder
+from memories.providers.llm import InvalidReply, LLMError, get_llm
+from memories.text import estimate_tokens, first_sentence, truncate_tokens
+
+logger = logging.getLogger("ultron.ingestion")
+
+NEW_GOAL_CUES = re.compile(
+    r"^\W*(?:new task|next task|next,|next up|now,? (?:let'?s|can you|could you|please)|another (?:thing|task|question)"
+    r"|switching to|unrelated|different (?:question|topic|task)|moving on|ok(?:ay)?,? now|separately"
+    r"|另外|换个|新任务|下一个|接下来|还有一个问题)",
+    re.IGNORECASE,
+)
+FOLLOW_UP_CUES = re.compile(
+    r"^\W*(?:yes|yeah|yep|no|nope|ok|okay|sure|thanks|thank you|great|perfect|continue|go on|go ahead|proceed"
+    r"|try again|retry|still|same (?:error|problem|issue)|it (?:still|didn'?t|doesn'?t|does not|did not)|that (?:didn'?t|doesn'?t|worked|works)"
+    r"|what about|why|how about|and |also|but |now it|doesn'?t work|not working|works|fixed|好的|继续|还是|不行|可以)\b",
+    re.IGNORECASE,
+)
+NOISE = re.compile(
+    r"^\[Request interrupted|^<(?:command-|local-command|system-reminder|task-notification)"
+    r"|^This session is being continued from a previous conversation",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int  # message index, inclusive
+    end: int  # exclusive
+    topic: str
+
+
+def fingerprint(messages: list[Message]) -> str:
+    """SHA-256 of the canonical segment messages, first 16 hex characters (SPEC §2)."""
+    canonical = json.dumps([[m.role, m.text] for m in messages], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def is_goal(message: Message) -> bool:
+    return message.role == "user" and not message.is_tool_result and not NOISE.match(message.text)
+
+
+def topic_of(messages: list[Message]) -> str:
+    for message in messages:
+        if is_goal(message):
+            return truncate_tokens(first_sentence(message.text), 24)[:200]
+    return truncate_tokens(first_sentence(messages[0].text), 24)[:200] if messages else ""
+
+
+def segment_offline(messages: list[Message]) -> list[Span]:
+    if not messages:
+        return []
+    goals = [i for i, m in enumerate(messages) if is_goal(m)]
+    if len(goals) <= 1:
+        return [Span(0, len(messages), topic_of(messages))]
+    vectors = get_embedder().embed([truncate_tokens(messages[i].text, 200) for i in goals])
+    threshold = settings.ULTRON_SEGMENT_SHIFT_THRESHOLD
+    starts = [0]
+    members: list[np.ndarray] = [vectors[0]]
+    for position, index in enumerate(goals[1:], 1):
+        text = messages[index].text
+        vector = vectors[position]
+        boundary = False
+        if NEW_GOAL_CUES.match(text):
+            boundary = True
+        elif not FOLLOW_UP_CUES.match(text) and len(text.split()) >= 6:
+            centroid = np.mean(members, axis=0)
+            centroid /= np.linalg.norm(centroid) or 1.0
+            boundary = float(vector @ centroid) < threshold
+        if boundary:
+            starts.append(index)
+            members = [vector]
+        else:
+            members.append(vector)
+    bounds = starts + [len(messages)]
+    return [Span(a, b, topic_of(messages[a:b])) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+# --- with an LLM ---------------------------------------------------------------------------
+
+
+def _line(index: int, message: Message) -> str:
+    return f"[{index}] {message.role.upper()}: {truncate_tokens(message.text, 80)}"
+
+
+def _windows(messages: list[Message]) -> list[tuple[int, int]]:
+    """Message ranges whose listing fits the model's input budget."""
+    budget = settings.ULTRON_LLM_MAX_INPUT_TOKENS - settings.ULTRON_LLM_PROMPT_RESERVE_TOKENS - 500
+    windows: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for index, message in enumerate(messages):
+        cost = estimate_tokens(_line(index, message)) + 2
+        if used + cost > budget and index > start:
+            windows.append((start, index))
+            start, used = index, 0
+        used += cost
+    windows.append((start, len(messages)))
+    return windows
+
+
+def validate_spans(data: Any, start: int, end: int) -> list[Span]:
+    """The model's answer must cover [start, end) with contiguous, in-bounds segments."""
+    if not isinstance(data, dict) or not isinstance(data.get("segments"), list) or not data["segments"]:
+        raise InvalidReply("no segments list")
+    spans: list[Span] = []
+    expected = start
+    for item in data["segments"]:
+        if not isinstance(item, dict):
+            raise InvalidReply("segment is not an object")
+        first, last = item.get("start"), item.get("end")
+        if not isinstance(first, int) or not isinstance(last, int) or isinstance(first, bool):
+            raise InvalidReply("start/end are not integers")
+        if first != expected:
+            raise InvalidReply(f"segments are not contiguous at {first} (expected {expected})")
+        if last < first or last >= end:
+            raise InvalidReply(f"segment {first}-{last} is out of bounds")
+        topic = item.get("topic") if isinstance(item.get("topic"), str) else ""
+        spans.append(Span(first, last + 1, topic.strip()[:200]))
+        expected = last + 1
+    if expected != end:
+        raise InvalidReply(f"segments stop at {expected}, not at {end}")
+    return spans
+
+
+SYSTEM_PROMPT = (
+    "You split an agent's conversation into independent task segments. A new segment starts only "
+    "where the user turns to a clearly different goal; follow-ups, retries and clarifications stay in "
+    "the current segment. Messages are numbered. Reply with JSON only: "
+    '{"segments": [{"start": <first index>, "end": <last index, inclusive>, "topic": "<3-8 words>"}]} '
+    "covering every message from the first to the last index shown, in order, without gaps or overlaps."
+)
+
+
+def segment_with_llm(messages: list[Message]) -> list[Span]:
+    llm = get_llm()
+    spans: list[Span] = []
+    for start, end in _windows(messages):
+        listing = "\n".join(_line(i, messages[i]) for i in range(start, end))
+        window_spans = llm.ask_json(
+            system=SYSTEM_PROMPT,
+            user=f"Messages {start} to {end - 1}:\n{listing}",
+            validate=lambda data, a=start, b=end: validate_spans(data, a, b),
+            max_tokens=1500,
+            purpose="segment",
+        )
+        spans.extend(Span(s.start, s.end, s.topic or topic_of(messages[s.start : s.end])) for s in window_spans)
+    return spans
+
+
+def segment(messages: list[Message]) -> list[Span]:
+    """Segments for ``messages`` (already redacted). Raises LLMError if the LLM keeps failing."""
+    if not messages:
+        return []
+    if get_llm().available:
+        return segment_with_llm(messages)
+    return segment_offline(messages)
+
+
+__all__ = ["LLMError", "Span", "fingerprint", "segment", "segment_offline", "validate_spans"]
