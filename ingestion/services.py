@@ -378,8 +378,10 @@ def session_segment(*, session_id: int) -> bool:
         session.segmented_sha256 = session.sha256
         _done(session, "segmentation", ["segmented_sha256"])
         raw = session.raw
-        if raw is not None and raw.spool_path and (raw.content is not None or raw.redacted):
+        if raw is not None and raw.spool_path:
+            # The spooled bytes were only waiting for this; the archive keeps what it keeps.
             spool = raw.spool_path
+            RawUpload.objects.filter(pk=raw.pk).update(spool_path="")
             transaction.on_commit(lambda: Path(spool).unlink(missing_ok=True))
     logger.info("session %s: %d segments, %d removed, %d memories archived", session_id, len(spans), len(gone), archived)
     return True

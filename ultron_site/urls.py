@@ -10,5 +10,6 @@ urlpatterns = [
     path("api/health", site_api.HealthApi.as_view(), name="health"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/memories/", include("memories.urls")),
+    path("api/", include("ingestion.urls")),
     path("api/context", memories_api.ContextApi.as_view(), name="context"),
 ]

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from ingestion import services
+from ultron_site.models import Agent
+
+
+class Command(BaseCommand):
+    help = "Ingest .jsonl session files or directories (admins, at the console) for an agent."
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+")
+        parser.add_argument("--agent", required=True, help="the agent the sessions belong to")
+        parser.add_argument("--process", action="store_true",
+                            help="segment, score and extract now instead of waiting for the pipeline")
+
+    def handle(self, *args, paths: list[str], agent: str, process: bool, **options):
+        owner = Agent.objects.filter(name=agent).first()
+        if owner is None:
+            raise CommandError(f"no agent named {agent!r} (create it with create_agent)")
+        try:
+            collected = services.paths_collect(paths, roots=None)
+        except services.IngestError as exc:
+            raise CommandError(exc.message) from None
+        if not collected:
+            raise CommandError("no .jsonl files found")
+        results = []
+        for identity, path in tqdm(collected, desc="ingesting", unit="file", disable=None):
+            _, [result] = services.files_ingest(agent=owner, files=[(identity, path.read_bytes())])
+            results.append(result)
+            if process and result.session_id and result.status in ("new", "changed"):
+                services.session_process(session_id=result.session_id)
+        counts: dict[str, int] = {}
+        for result in results:
+            counts[result.status] = counts.get(result.status, 0) + 1
+        self.stdout.write(json.dumps({"files": len(results), **counts}, sort_keys=True))
+        for result in results:
+            if result.reason or result.malformed:
+                self.stdout.write(f"  {result.name}: {result.status} {result.reason} malformed={result.malformed}")
