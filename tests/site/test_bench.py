@@ -38,3 +38,9 @@ def test_redaction_bench_smoke():
     assert figures["secrets_false_flag_rate"] <= 0.10
     assert figures["cn_mobile_recall"] >= 0.99
     assert figures["any_rule_recall"] >= 0.95
+
+
+@pytest.mark.skipif(not (EVAL / "transcripts").exists(), reason="../shared/eval not present")
+def test_ingest_bench_smoke():
+    figures = _run("bench/ingest.py", "--max-file-mb", "0.5", "--samples", "1")
+    assert figures["files"] >= 1 and figures["segments"] >= 1
