@@ -1,0 +1,109 @@
+"""Knowledge clusters and the skills crystallized from them (SPEC §2, §10)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+
+class KnowledgeCluster(models.Model):
+    """Related memories. ``centroid`` holds the *sum* of the active members' unit embeddings:
+    its direction is the normalised mean, which is all cosine distance sees, and a sum can be
+    kept exact incrementally (add, subtract) in SQL, even set-based."""
+
+    topic = models.CharField(max_length=200, blank=True)
+    centroid = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS)
+    member_count = models.PositiveIntegerField(default=0)
+    skill = models.ForeignKey("clusters.Skill", null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="clusters")
+    superseded_skill_slugs = ArrayField(models.CharField(max_length=60), default=list, blank=True)
+    members_at_last_crystallization = models.PositiveIntegerField(default=0)
+    last_crystallization_at = models.DateTimeField(null=True, blank=True)
+    last_crystallization_result = models.CharField(max_length=20, blank=True)
+    last_crystallization_reason = models.TextField(blank=True)
+    labelled_member_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-member_count", "pk"]
+        indexes = [
+            HnswIndex(fields=["centroid"], name="cluster_centroid_hnsw", opclasses=["vector_cosine_ops"],
+                      m=16, ef_construction=64, condition=Q(member_count__gt=0)),
+        ]
+
+    def __str__(self) -> str:
+        return self.topic or f"cluster {self.pk}"
+
+
+class ClusterMember(models.Model):
+    """A memory's place in a cluster, with the vector it added to the centroid sum (so an
+    edit or removal subtracts exactly what was added)."""
+
+    cluster = models.ForeignKey(KnowledgeCluster, on_delete=models.CASCADE, related_name="members")
+    memory = models.OneToOneField("memories.Memory", on_delete=models.CASCADE, related_name="cluster_member")
+    vector = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS)
+    similarity = models.FloatField(help_text="cosine to the centroid when it joined")
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} in {self.cluster_id}"
+
+
+class SkillStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    PUBLISHED = "published", "Published"
+    REJECTED = "rejected", "Rejected"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class Skill(models.Model):
+    slug = models.CharField(max_length=50, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=12, choices=SkillStatus.choices, default=SkillStatus.DRAFT)
+    current_version = models.ForeignKey("clusters.SkillVersion", null=True, blank=True, on_delete=models.SET_NULL,
+                                        related_name="+")
+    source_cluster = models.ForeignKey(KnowledgeCluster, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="skills_made")
+    embedding = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        indexes = [
+            HnswIndex(fields=["embedding"], name="skill_embedding_hnsw", opclasses=["vector_cosine_ops"],
+                      m=16, ef_construction=64, condition=Q(status="published")),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class SkillVersion(models.Model):
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    body = models.TextField(help_text="SKILL.md: front matter, when to use, steps, edge cases")
+    memory_ids = ArrayField(models.UUIDField(), default=list)
+    cluster = models.ForeignKey(KnowledgeCluster, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="skill_versions")
+    quality = models.JSONField(default=dict, blank=True)
+    verification = models.JSONField(default=dict, blank=True)
+    score = models.FloatField(default=0.0)
+    status = models.CharField(max_length=12, choices=SkillStatus.choices, default=SkillStatus.DRAFT)
+    reason = models.TextField(blank=True)
+    author = models.CharField(max_length=100, blank=True, help_text="llm model, 'offline', or a curator")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["skill", "-version"]
+        constraints = [models.UniqueConstraint(fields=["skill", "version"], name="skill_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.skill.slug} v{self.version}"
