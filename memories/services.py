@@ -169,6 +169,9 @@ def _embedding_column_resize(dims: int) -> None:
         editor.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dims)}) USING NULL")
         for index in _embedding_indexes():
             editor.add_index(Memory, index)
+    from clusters.services import vector_columns_resize
+
+    vector_columns_resize(dims)
 
 
 def embed_texts(texts: list[str]) -> list[list[float]]:
@@ -290,8 +293,11 @@ def _record_duplicate(
 
 
 def _after_upload(result: UploadResult) -> None:
+    from clusters.services import cluster_assign
     from memories import tasks
 
+    if not result.merged:
+        cluster_assign(memory_id=result.memory.pk)
     if not intelligence.llm_available():
         return
     memory_id = str(result.memory.pk)
@@ -367,6 +373,10 @@ def memory_merge_pending(*, memory_id: Any) -> bool:
         still_pending = memory.contributions.filter(merged_at__isnull=True).exists()
         if still_pending:
             Memory.objects.filter(pk=memory.pk).update(merge_pending=True)
+        if body_changed:
+            from clusters.services import cluster_member_refresh
+
+            cluster_member_refresh(memory_id=memory.pk)
     return not still_pending
 
 
@@ -455,6 +465,10 @@ def tiers_rebalance() -> RebalanceResult:
         if settings.ULTRON_ARCHIVE_AFTER_DAYS > 0:
             cursor.execute(_ARCHIVE_SQL.format(table=table), {"days": settings.ULTRON_ARCHIVE_AFTER_DAYS})
             archived = cursor.rowcount
+        if archived:
+            from clusters.services import clusters_prune_inactive
+
+            clusters_prune_inactive()
         cursor.execute(
             f"SELECT tier, count(*) FROM {table} WHERE status = 'active' GROUP BY tier"
         )
@@ -482,6 +496,9 @@ def memories_reembed(*, batch_size: int = 256, progress: Any = None) -> int:
         resize = embedding_column_dimensions() != dims
         column = "embedding_reembed" if resize else "embedding"
         if resize:
+            from clusters.services import vector_columns_resize
+
+            vector_columns_resize(dims)
             cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} vector({int(dims)})")
         ids = list(Memory.objects.order_by("created_at", "pk").values_list("pk", flat=True))
         for start in range(0, len(ids), batch_size):
@@ -509,17 +526,28 @@ def memories_reembed(*, batch_size: int = 256, progress: Any = None) -> int:
                     editor.add_index(Memory, index)
         EmbeddingSpace.objects.all().delete()
         EmbeddingSpace.objects.create(provider=provider, model=model, dimensions=dims)
-    _verified_space = (provider, model, dims)
+        _verified_space = (provider, model, dims)
+        # Centroids and skill search vectors live in the old space too: rebuild them.
+        from clusters.services import clusters_rebuild, skills_reembed
+
+        clusters_rebuild()
+        skills_reembed()
     return done
 
 
 def memory_archive(*, memory_id: Any) -> bool:
-    """Archive a memory (kept, but out of search and rebalance)."""
-    return bool(
-        Memory.objects.filter(pk=memory_id, status=Status.ACTIVE).update(
-            status=Status.ARCHIVED, archived_at=timezone.now()
+    """Archive a memory (kept, but out of search, rebalance and its cluster)."""
+    from clusters.services import cluster_member_remove
+
+    with transaction.atomic():
+        archived = bool(
+            Memory.objects.filter(pk=memory_id, status=Status.ACTIVE).update(
+                status=Status.ARCHIVED, archived_at=timezone.now()
+            )
         )
-    )
+        if archived:
+            cluster_member_remove(memory_id=memory_id)
+    return archived
 
 
 def memories_consolidate(*, limit: int = 50) -> dict[str, int]:
@@ -550,5 +578,8 @@ def memories_consolidate(*, limit: int = 50) -> dict[str, int]:
                                     max_chars=settings.ULTRON_MAX_TAG_CHARS),
             )
             Memory.objects.filter(pk=drop.pk).update(status=Status.ARCHIVED, archived_at=timezone.now())
+            from clusters.services import cluster_member_remove
+
+            cluster_member_remove(memory_id=drop.pk)
             merged += 1
     return {"enabled": 1, "merged": merged}

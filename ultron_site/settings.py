@@ -247,6 +247,11 @@ ULTRON_PIPELINE_LEASE_SECONDS = env_int("ULTRON_PIPELINE_LEASE_SECONDS", 900, mi
 # Optional consolidation step: merge near-duplicate pairs left over, bounded per run.
 ULTRON_CONSOLIDATION_ENABLED = env_bool("ULTRON_CONSOLIDATION_ENABLED", False)
 
+# --- clusters and skills ------------------------------------------------------------------
+ULTRON_CLUSTER_SIMILARITY_THRESHOLD = env_float("ULTRON_CLUSTER_SIMILARITY_THRESHOLD", 0.75, minimum=-1.0, maximum=1.0)
+ULTRON_CRYSTALLIZATION_THRESHOLD = env_int("ULTRON_CRYSTALLIZATION_THRESHOLD", 5, minimum=2)
+ULTRON_RECRYSTALLIZATION_DELTA = env_int("ULTRON_RECRYSTALLIZATION_DELTA", 3, minimum=1)
+
 # --- scheduled pipeline (django-q2) -------------------------------------------------------
 ULTRON_DECAY_INTERVAL_HOURS = env_float("ULTRON_DECAY_INTERVAL_HOURS", 6.0, minimum=0.05)
 ULTRON_Q_WORKERS = env_int("ULTRON_Q_WORKERS", 2, minimum=1, maximum=64)

@@ -1,0 +1,290 @@
+"""Writing a skill from a cluster's memories, checking it, and verifying it (SPEC §10).
+
+Everything here fails closed: a draft that misses the quality bar, a claim no member supports,
+a contradiction, or an LLM error all leave the skill unpublished, with the reason recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from memories.providers.llm import InvalidReply, LLMError, get_llm
+from memories.text import first_sentence, normalise_space, truncate_tokens
+
+MIN_BODY_CHARS = 300
+MIN_STEPS = 3
+_CITE_RE = re.compile(r"\s*\[m:([0-9a-f]{8})\]")
+
+
+@dataclass
+class MemoryFacts:
+    id: str
+    content: str
+    context: str
+    resolution: str
+    hit_count: int
+    memory_type: str
+    summary: str
+
+    @property
+    def short(self) -> str:
+        return self.id[:8]
+
+
+@dataclass
+class SkillDraft:
+    name: str
+    description: str
+    when_to_use: list[str]
+    steps: list[str]
+    edge_cases: list[str]
+    author: str
+    insufficient: str = ""
+    cited: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Check:
+    passed: bool
+    score: float
+    details: dict[str, Any]
+    reason: str = ""
+
+
+def slug_base(name: str) -> str:
+    """Lower-case, ``[a-z0-9-]`` and CJK, at most 50 characters."""
+    text = name.lower()
+    text = re.sub(r"[^a-z0-9\u3400-\u9fff]+", "-", text).strip("-")
+    text = re.sub(r"-{2,}", "-", text)
+    return text[:50].strip("-") or "skill"
+
+
+def render(draft: SkillDraft, members: dict[str, MemoryFacts]) -> str:
+    """The skill as a SKILL.md document."""
+    def clean(line: str) -> str:
+        return line.replace("\n", " ").strip()
+
+    lines = ["---", f"name: {clean(draft.name)}", f"description: {clean(draft.description)}", "---", "",
+             f"# {clean(draft.name)}", "", "## When to use", ""]
+    lines += [f"- {clean(w)}" for w in draft.when_to_use] or ["- (not stated)"]
+    lines += ["", "## Steps", ""]
+    lines += [f"{i}. {clean(step)}" for i, step in enumerate(draft.steps, 1)]
+    lines += ["", "## Edge cases", ""]
+    lines += [f"- {clean(e)}" for e in draft.edge_cases] or ["- (none known)"]
+    cited = [members[c] for c in draft.cited if c in members]
+    if cited:
+        lines += ["", "## Sources", ""]
+        lines += [f"- [m:{m.short}] {clean(m.summary)}" for m in cited]
+    return "\n".join(lines) + "\n"
+
+
+# --- offline draft -------------------------------------------------------------------------------
+
+
+def draft_offline(topic: str, members: list[MemoryFacts]) -> SkillDraft:
+    """A skill built from the members themselves, every sentence citing the member it came from:
+    when-to-use from their contexts, steps from their resolutions (most-hit first), edge cases
+    from the rest (members without a resolution: corrections, preferences, caveats)."""
+    ordered = sorted(members, key=lambda m: (-m.hit_count, m.id))
+    when, steps, edges, cited = [], [], [], []
+    seen_when: set[str] = set()
+    for memory in ordered:
+        if memory.context:
+            sentence = truncate_tokens(first_sentence(memory.context), 40)
+            if sentence.lower() not in seen_when:
+                seen_when.add(sentence.lower())
+                when.append(f"{sentence} [m:{memory.short}]")
+                cited.append(memory.id)
+        if len(when) >= 4:
+            break
+    seen_steps: set[str] = set()
+    for memory in ordered:
+        if memory.resolution:
+            step = truncate_tokens(normalise_space(memory.resolution), 60)
+            if step.lower() not in seen_steps:
+                seen_steps.add(step.lower())
+                steps.append(f"{step} [m:{memory.short}]")
+                cited.append(memory.id)
+        else:
+            edges.append(f"{truncate_tokens(first_sentence(memory.content), 50)} [m:{memory.short}]")
+            cited.append(memory.id)
+    if not when:
+        when = [f"{truncate_tokens(first_sentence(m.content), 40)} [m:{m.short}]" for m in ordered[:2]]
+        cited.extend(m.id for m in ordered[:2])
+    if len(steps) > 1 and not edges:
+        # The least-used fixes are the edge cases of the common path.
+        edges = steps[3:] if len(steps) > 3 else []
+        steps = steps[:8]
+    name = topic or truncate_tokens(first_sentence(ordered[0].content), 8)
+    draft = SkillDraft(
+        name=name[:200],
+        description=f"What {len(members)} shared memories teach about {name}."[:500],
+        when_to_use=when, steps=steps[:8], edge_cases=edges[:6], author="offline",
+        cited=list(dict.fromkeys(cited)),
+    )
+    if len(draft.steps) < MIN_STEPS:
+        draft.insufficient = (f"only {len(draft.steps)} distinct resolutions among {len(members)} members; "
+                              f"a skill needs at least {MIN_STEPS} steps")
+    return draft
+
+
+# --- LLM draft -------------------------------------------------------------------------------------
+
+
+def _member_listing(members: list[MemoryFacts]) -> str:
+    blocks = []
+    for memory in sorted(members, key=lambda m: (-m.hit_count, m.id))[:30]:
+        parts = [f"[m:{memory.short}] ({memory.memory_type}, used {memory.hit_count}x) {truncate_tokens(memory.content, 150)}"]
+        if memory.context:
+            parts.append(f"  context: {truncate_tokens(memory.context, 80)}")
+        if memory.resolution:
+            parts.append(f"  resolution: {truncate_tokens(memory.resolution, 150)}")
+        blocks.append("\n".join(parts))
+    return "\n".join(blocks)
+
+
+def _strings(data: dict, key: str) -> list[str]:
+    value = data.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidReply(f"{key} must be a list of strings")
+    return [v.strip() for v in value if v.strip()]
+
+
+def _validate_draft(data: Any) -> SkillDraft:
+    if not isinstance(data, dict):
+        raise InvalidReply("not an object")
+    if data.get("insufficient"):
+        reason = data.get("reason") if isinstance(data.get("reason"), str) else "the model found too little to go on"
+        return SkillDraft("", "", [], [], [], author="llm", insufficient=str(reason)[:500])
+    name, description = data.get("name"), data.get("description")
+    if not isinstance(name, str) or not name.strip() or not isinstance(description, str):
+        raise InvalidReply("name and description are required strings")
+    return SkillDraft(name.strip()[:200], description.strip()[:1000], _strings(data, "when_to_use"),
+                      _strings(data, "steps"), _strings(data, "edge_cases"), author="llm")
+
+
+DRAFT_PROMPT = (
+    "Write a reusable skill for AI agents from the related memories below, grounded ONLY in them. "
+    "Cite the memories each line relies on with their tags, e.g. [m:1a2b3c4d]. Reply with JSON only: "
+    '{"name": "...", "description": "one sentence", "when_to_use": ["..."], "steps": ["...", "...", "..."], '
+    '"edge_cases": ["..."]} — or {"insufficient": true, "reason": "..."} if the memories do not support '
+    "at least three concrete steps. Write in the memories' language."
+)
+
+
+def draft_with_llm(topic: str, members: list[MemoryFacts]) -> SkillDraft:
+    llm = get_llm()
+    draft = llm.ask_json(system=DRAFT_PROMPT, user=f"Topic: {topic}\n\n{_member_listing(members)}",
+                         validate=_validate_draft, max_tokens=2000, purpose="crystallize")
+    draft.author = llm.model
+    text = " ".join(draft.when_to_use + draft.steps + draft.edge_cases)
+    by_short = {m.short: m.id for m in members}
+    draft.cited = list(dict.fromkeys(by_short[s] for s in _CITE_RE.findall(text) if s in by_short))
+    return draft
+
+
+def draft(topic: str, members: list[MemoryFacts]) -> SkillDraft:
+    """Raises LLMError when the configured LLM fails (the caller records it, fail closed)."""
+    if get_llm().available:
+        return draft_with_llm(topic, members)
+    return draft_offline(topic, members)
+
+
+# --- checks ------------------------------------------------------------------------------------------
+
+
+def quality(draft: SkillDraft, body: str) -> Check:
+    criteria = {
+        "length": len(body) >= MIN_BODY_CHARS,
+        "steps": len(draft.steps) >= MIN_STEPS,
+        "when_to_use": bool(draft.when_to_use),
+        "edge_cases": bool(draft.edge_cases),
+        "description": bool(draft.description.strip()),
+    }
+    score = sum(criteria.values()) / len(criteria)
+    missing = [k for k, ok in criteria.items() if not ok]
+    return Check(not missing, score, {"criteria": criteria, "body_chars": len(body), "steps": len(draft.steps)},
+                 f"quality bar not met: {', '.join(missing)}" if missing else "")
+
+
+def _claims(draft: SkillDraft) -> list[str]:
+    return draft.steps + draft.edge_cases
+
+
+def _overlap(claim: str, source: str) -> float:
+    words = {w for w in re.findall(r"\w+", claim.lower()) if len(w) > 2}
+    if not words:
+        return 1.0
+    have = set(re.findall(r"\w+", source.lower()))
+    return len(words & have) / len(words)
+
+
+def verify_offline(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
+    """Every claim must cite a member of the cluster and its words must come from that member."""
+    by_short = {m.short: m for m in members}
+    results = []
+    for claim in _claims(draft):
+        cites = _CITE_RE.findall(claim)
+        text = _CITE_RE.sub("", claim)
+        sources = [by_short[c] for c in cites if c in by_short]
+        support = max((_overlap(text, f"{m.content} {m.context} {m.resolution}") for m in sources), default=0.0)
+        results.append({"claim": text[:200], "memory_ids": [m.id for m in sources], "supported": support >= 0.8,
+                        "overlap": round(support, 2)})
+    return _verdict(results, contradiction=False, method="offline")
+
+
+def _verdict(results: list[dict], *, contradiction: bool, method: str) -> Check:
+    supported = sum(1 for r in results if r["supported"])
+    fraction = supported / len(results) if results else 0.0
+    failed = [r["claim"][:80] for r in results if not r["supported"]]
+    passed = bool(results) and not failed and not contradiction
+    reason = ""
+    if contradiction:
+        reason = "the verifier found a contradiction between the skill and its memories"
+    elif failed:
+        reason = f"{len(failed)} claim(s) not supported by the memories: {'; '.join(failed[:3])}"
+    elif not results:
+        reason = "nothing to verify"
+    return Check(passed, fraction, {"method": method, "claims": results, "contradiction": contradiction}, reason)
+
+
+def _validate_verification(data: Any, count: int) -> tuple[list[dict], bool]:
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise InvalidReply("no claims list")
+    if not isinstance(data.get("contradiction", False), bool):
+        raise InvalidReply("contradiction must be a boolean")
+    verdicts: dict[int, dict] = {}
+    for item in data["claims"]:
+        if not isinstance(item, dict) or not isinstance(item.get("index"), int) or not isinstance(item.get("supported"), bool):
+            raise InvalidReply("each claim needs an integer index and a boolean supported")
+        verdicts[item["index"]] = item
+    if set(verdicts) != set(range(count)):
+        raise InvalidReply("the verdicts do not cover every claim exactly")
+    return [verdicts[i] for i in range(count)], bool(data.get("contradiction", False))
+
+
+def verify_with_llm(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
+    claims = _claims(draft)
+    listing = "\n".join(f"{i}. {_CITE_RE.sub('', c)}" for i, c in enumerate(claims))
+    try:
+        verdicts, contradiction = get_llm().ask_json(
+            system="Check each numbered claim of a skill against the memories it was written from. A claim is "
+                   "supported only if the memories state it. Also say whether anything contradicts them. Reply "
+                   'with JSON only: {"claims": [{"index": 0, "supported": true}], "contradiction": false}',
+            user=f"Memories:\n{_member_listing(members)}\n\nClaims:\n{listing}",
+            validate=lambda data: _validate_verification(data, len(claims)), max_tokens=1500, purpose="verify",
+        )
+    except LLMError as exc:
+        return Check(False, 0.0, {"method": "llm", "error": str(exc)[:300]}, f"verification failed: {exc}"[:500])
+    results = [{"claim": _CITE_RE.sub("", c)[:200], "supported": bool(v["supported"])} for c, v in zip(claims, verdicts, strict=True)]
+    return _verdict(results, contradiction=contradiction, method="llm")
+
+
+def verify(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
+    if get_llm().available:
+        return verify_with_llm(draft, members)
+    return verify_offline(draft, members)
