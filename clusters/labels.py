@@ -19,6 +19,7 @@ other some such only own same can will just don should now use used using also v
 error errors fix fixed fails failed failure issue issues problem problems memory need needs make makes made
 via per get got set run runs running after before while within without about again able would could
 because context resolution content when where lesson note notes one two new
+cannot can't won't doesn't didn't case cases start started starting like want wants know see seen
 """.split())
 
 

@@ -316,7 +316,7 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
         cluster.members_at_last_crystallization = cluster.member_count
         cluster.save()
         if passed:
-            skill_version_publish(version_id=version.pk)
+            version = skill_version_publish(version_id=version.pk)
     logger.info("cluster %s crystallized: %s v%s %s (%s)", cluster_id, skill.slug, version.version,
                 "published" if passed else "rejected", reason)
     return version

@@ -113,10 +113,10 @@ def draft_offline(topic: str, members: list[MemoryFacts]) -> SkillDraft:
     if not when:
         when = [f"{truncate_tokens(first_sentence(m.content), 40)} [m:{m.short}]" for m in ordered[:2]]
         cited.extend(m.id for m in ordered[:2])
-    if len(steps) > 1 and not edges:
-        # The least-used fixes are the edge cases of the common path.
-        edges = steps[3:] if len(steps) > 3 else []
-        steps = steps[:8]
+    if not edges:
+        # No caveat stands on its own: the rarer symptoms are the edge cases of the common path.
+        edges = [f"Symptom: {truncate_tokens(first_sentence(m.content), 40)} [m:{m.short}]" for m in ordered[3:6]]
+        cited.extend(m.id for m in ordered[3:6])
     name = topic or truncate_tokens(first_sentence(ordered[0].content), 8)
     draft = SkillDraft(
         name=name[:200],

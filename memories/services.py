@@ -583,3 +583,25 @@ def memories_consolidate(*, limit: int = 50) -> dict[str, int]:
             cluster_member_remove(memory_id=drop.pk)
             merged += 1
     return {"enabled": 1, "merged": merged}
+
+
+def memory_delete(*, memory_id: Any) -> bool:
+    """Delete a memory for good, taking it out of its cluster first (curators only)."""
+    from clusters.services import cluster_member_remove
+
+    with transaction.atomic():
+        cluster_member_remove(memory_id=memory_id)
+        deleted, _ = Memory.objects.filter(pk=memory_id).delete()
+    return bool(deleted)
+
+
+def memory_restore(*, memory_id: Any) -> bool:
+    """Bring an archived memory back (curators): active again, hit now, back in a cluster."""
+    from clusters.services import cluster_member_refresh
+
+    with transaction.atomic():
+        restored = bool(Memory.objects.filter(pk=memory_id, status=Status.ARCHIVED).update(
+            status=Status.ACTIVE, archived_at=None, last_hit_at=timezone.now()))
+    if restored:
+        cluster_member_refresh(memory_id=memory_id)
+    return restored

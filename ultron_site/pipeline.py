@@ -1,7 +1,8 @@
 """The scheduled pipeline (SPEC §11): one django-q2 schedule runs the steps in order.
 
 Each step is a plain function (also runnable alone with ``manage.py run_pipeline --step``).
-Crystallization joins between tier rebalance and consolidation when clusters exist (issue 5).
+Order: segmentation, metrics, extraction, merge retry, tier rebalance, crystallization,
+consolidation (off by default).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ STEPS: list[tuple[str, str]] = [
     ("extraction", "ingestion.tasks.extraction_step"),
     ("merge_retry", "memories.tasks.merge_retry_step"),
     ("tier_rebalance", "memories.tasks.tier_rebalance_step"),
+    ("crystallization", "clusters.tasks.crystallization_step"),
     ("consolidation", "memories.tasks.consolidation_step"),
 ]
 

@@ -11,5 +11,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/memories/", include("memories.urls")),
     path("api/", include("ingestion.urls")),
+    path("api/", include("clusters.urls")),
     path("api/context", memories_api.ContextApi.as_view(), name="context"),
 ]
