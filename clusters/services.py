@@ -150,31 +150,35 @@ def clusters_rebuild() -> dict[str, int]:
     threshold = settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD
     rows = list(Memory.objects.filter(status=Status.ACTIVE).order_by("created_at", "pk")
                 .values_list("pk", "embedding", "content", "context"))
-    sums: list[np.ndarray] = []
-    unit: list[np.ndarray] = []
+    dims = settings.ULTRON_EMBEDDING_DIMENSIONS
+    sums = np.zeros((1024, dims), dtype=np.float32)   # grows by doubling
+    units = np.zeros((1024, dims), dtype=np.float32)
+    count = 0
     assignment: list[int] = []
     similarity: list[float] = []
-    matrix = np.zeros((0, settings.ULTRON_EMBEDDING_DIMENSIONS), dtype=np.float32)
     for _, embedding, _, _ in rows:
         vector = np.asarray(embedding, dtype=np.float32)
-        if len(sums):
-            sims = matrix @ vector
+        if count:
+            sims = units[:count] @ vector
             best = int(np.argmax(sims))
             if sims[best] >= threshold:
-                sums[best] = sums[best] + vector
-                unit[best] = sums[best] / (np.linalg.norm(sums[best]) or 1.0)
-                matrix[best] = unit[best]
+                sums[best] += vector
+                units[best] = sums[best] / (np.linalg.norm(sums[best]) or 1.0)
                 assignment.append(best)
                 similarity.append(float(sims[best]))
                 continue
-        sums.append(vector.copy())
-        unit.append(vector / (np.linalg.norm(vector) or 1.0))
-        matrix = np.vstack([matrix, unit[-1][None, :]])
-        assignment.append(len(sums) - 1)
+        if count == len(sums):
+            sums = np.vstack([sums, np.zeros_like(sums)])
+            units = np.vstack([units, np.zeros_like(units)])
+        sums[count] = vector
+        units[count] = vector / (np.linalg.norm(vector) or 1.0)
+        assignment.append(count)
         similarity.append(1.0)
+        count += 1
+    sizes = Counter(assignment)
     documents = len(rows)
     df: Counter = Counter()
-    texts: list[list[str]] = [[] for _ in sums]
+    texts: list[list[str]] = [[] for _ in range(count)]
     for (_, _, content, context), cluster_index in zip(rows, assignment, strict=True):
         df.update(set(labels.terms(f"{content} {context}")))
         texts[cluster_index].append(f"{content} {context}")
@@ -185,9 +189,9 @@ def clusters_rebuild() -> dict[str, int]:
         KnowledgeCluster.objects.all().delete()
         clusters = KnowledgeCluster.objects.bulk_create([
             KnowledgeCluster(topic=labels.keyword_topic(texts[i], df, documents) or "untitled",
-                             centroid=list(map(float, sums[i])), member_count=assignment.count(i),
-                             labelled_member_count=assignment.count(i))
-            for i in range(len(sums))
+                             centroid=list(map(float, sums[i])), member_count=sizes[i],
+                             labelled_member_count=sizes[i])
+            for i in range(count)
         ], batch_size=500)
         ClusterMember.objects.bulk_create([
             ClusterMember(cluster=clusters[c], memory_id=pk, vector=embedding, similarity=s)

@@ -44,3 +44,9 @@ def test_redaction_bench_smoke():
 def test_ingest_bench_smoke():
     figures = _run("bench/ingest.py", "--max-file-mb", "0.5", "--samples", "1")
     assert figures["files"] >= 1 and figures["segments"] >= 1
+
+
+@pytest.mark.skipif(not (EVAL / "paraphrase").exists(), reason="../shared/eval not present")
+def test_clusters_bench_smoke():
+    figures = _run("bench/clusters.py", "--n", "500", "--assign", "5", "--base", "200")
+    assert figures["n500_clusters"] >= 1 and figures["n500_bruteforce_ratio"] > 0

@@ -1,0 +1,161 @@
+"""Cluster assignment cost at scale, against a brute-force Python scan, and cluster quality.
+
+    .venv/bin/python bench/clusters.py [--n 10000,100000] [--assign 200] [--json]
+
+Corpus: STS Benchmark sentences embedded with the hub's model, then noisy variations of them
+up to N memories (so near-duplicates and clusters exist). Clusters are built with
+``run_initial_clustering``; then new memories are assigned one at a time through the centroid
+HNSW index (the hub's path) and, in the same run, by loading every centroid into Python and
+computing cosines in a loop (the anchor's approach). Quality: STS pairs scored ≥ 4 should share
+a cluster, pairs ≤ 2 should not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import (  # noqa: E402
+    bench_database,
+    django_setup,
+    eval_path,
+    print_table,
+    skip,
+    sts_sentences,
+    write_results,
+)
+
+
+def sts_pairs() -> list[tuple[str, str, float]]:
+    base = eval_path("paraphrase", "stsbenchmark")
+    pairs = []
+    for name in ("sts-dev.csv", "sts-test.csv"):
+        for line in (base / name).read_text(encoding="utf-8").splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 7:
+                pairs.append((parts[5].strip(), parts[6].strip(), float(parts[4])))
+    return pairs
+
+
+def bulk_memories(vectors: np.ndarray, texts: list[str]) -> None:
+    from django.db import connection
+
+    from memories.models import Memory
+
+    with connection.cursor() as cursor:  # bench-only: load fast, the memory ANN indexes are not used here
+        for index in Memory._meta.indexes:
+            if "embedding" in index.fields:
+                cursor.execute(f'DROP INDEX IF EXISTS "{index.name}"')
+    Memory.objects.bulk_create(
+        [Memory(content=texts[i % len(texts)], memory_type="pattern", embedding=list(map(float, v)),
+                content_hash=f"b{i}") for i, v in enumerate(vectors)],
+        batch_size=2000,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", default="10000,100000")
+    parser.add_argument("--assign", type=int, default=200)
+    parser.add_argument("--base", type=int, default=4000, help="real sentences to embed")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if eval_path("paraphrase", "stsbenchmark") is None:
+        skip("../shared/eval/paraphrase/stsbenchmark not found")
+    django_setup()
+    from django.db import connection
+
+    from clusters.models import KnowledgeCluster
+    from clusters.services import cluster_assign, clusters_rebuild
+    from memories.models import Memory
+    from memories.providers.embeddings import get_embedder
+    from memories.services import embedding_space_ensure
+
+    embedder = get_embedder()
+    texts = sts_sentences(args.base)
+    started = time.perf_counter()
+    base = embedder.embed(texts)
+    rows: list[tuple[str, str]] = [("embedded real sentences", f"{len(texts)} in {time.perf_counter() - started:.1f}s")]
+    figures: dict = {}
+    rng = np.random.default_rng(7)
+    for n in [int(x) for x in args.n.split(",") if x.strip()]:
+        picks = rng.integers(0, len(base), size=n + args.assign)
+        noise = rng.normal(scale=0.35 / np.sqrt(base.shape[1]), size=(n + args.assign, base.shape[1]))
+        vectors = base[picks] + noise
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        with bench_database():
+            embedding_space_ensure()
+            started = time.perf_counter()
+            bulk_memories(vectors[:n], [texts[i] for i in picks[:n]])
+            load = time.perf_counter() - started
+            started = time.perf_counter()
+            built = clusters_rebuild()
+            rebuild = time.perf_counter() - started
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE clusters_knowledgecluster")
+            new_ids = [m.pk for m in Memory.objects.bulk_create(
+                [Memory(content=texts[i], memory_type="pattern", embedding=list(map(float, v)), content_hash=f"n{k}")
+                 for k, (i, v) in enumerate(zip(picks[n:], vectors[n:], strict=True))])]
+            index_times = []
+            for memory_id in new_ids:
+                started = time.perf_counter()
+                cluster_assign(memory_id=memory_id)
+                index_times.append(time.perf_counter() - started)
+            # The anchor's approach: every centroid into Python, cosine in a loop, per new memory.
+            brute_times = []
+            for vector in vectors[n : n + min(args.assign, 50)]:
+                started = time.perf_counter()
+                centroids = list(KnowledgeCluster.objects.filter(member_count__gt=0).values_list("id", "centroid"))
+                query = [float(x) for x in vector]
+                best_sim = -2.0
+                for _cluster_id, centroid in centroids:
+                    c = [float(x) for x in centroid]
+                    dot = sum(a * b for a, b in zip(query, c, strict=True))
+                    norm = sum(b * b for b in c) ** 0.5 or 1.0
+                    if dot / norm > best_sim:
+                        best_sim = dot / norm
+                brute_times.append(time.perf_counter() - started)
+            clusters = KnowledgeCluster.objects.filter(member_count__gt=0).count()
+            index_ms = statistics.median(index_times) * 1000
+            brute_ms = statistics.median(brute_times) * 1000
+            rows += [
+                (f"n={n}: load / rebuild", f"{load:.1f}s / {rebuild:.1f}s → {built['clusters']} clusters"),
+                (f"n={n}: assign via index", f"median {index_ms:.2f} ms, p95 {sorted(index_times)[int(0.95 * (len(index_times) - 1))] * 1000:.2f} ms"),
+                (f"n={n}: brute-force Python scan", f"median {brute_ms:.1f} ms over {clusters} centroids"),
+                (f"n={n}: brute force / index", f"{brute_ms / index_ms:.0f}x"),
+            ]
+            figures[f"n{n}_clusters"] = clusters
+            figures[f"n{n}_assign_ms"] = index_ms
+            figures[f"n{n}_bruteforce_ms"] = brute_ms
+            figures[f"n{n}_bruteforce_ratio"] = brute_ms / index_ms
+    # Quality on labelled pairs: each STS sentence is a memory; do paraphrases share a cluster?
+    pairs = [p for p in sts_pairs() if p[2] >= 4 or p[2] <= 2][:1500]
+    sentences = sorted({s for a, b, _ in pairs for s in (a, b)})
+    with bench_database():
+        embedding_space_ensure()
+        vectors = embedder.embed(sentences)
+        Memory.objects.bulk_create([Memory(content=s, memory_type="pattern", embedding=list(map(float, v)),
+                                           content_hash=f"s{i}") for i, (s, v) in enumerate(zip(sentences, vectors, strict=True))])
+        clusters_rebuild()
+        where = dict(Memory.objects.values_list("content", "cluster_member__cluster_id"))
+    same = [where[a] == where[b] for a, b, score in pairs if score >= 4]
+    apart = [where[a] != where[b] for a, b, score in pairs if score <= 2]
+    rows += [
+        ("paraphrase pairs (STS ≥ 4) in one cluster", f"{np.mean(same):.3f} of {len(same)}"),
+        ("unrelated pairs (STS ≤ 2) kept apart", f"{np.mean(apart):.3f} of {len(apart)}"),
+    ]
+    figures["pairs_together"] = float(np.mean(same))
+    figures["pairs_apart"] = float(np.mean(apart))
+    print_table("Clusters (2 cores)", rows)
+    write_results("clusters", figures, as_json=args.json)
+
+
+if __name__ == "__main__":
+    main()
