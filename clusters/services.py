@@ -200,16 +200,25 @@ def clusters_rebuild() -> dict[str, int]:
         members_of: dict[int, set[str]] = {}
         for (pk, _, _, _), c in zip(rows, assignment, strict=True):
             members_of.setdefault(c, set()).add(str(pk))
+        # Each skill follows the new cluster holding most of its memories, the best-overlapping
+        # skill first; a second skill landing on a taken cluster is recorded as superseded there.
+        placements = []
         for skill_id, memory_ids in old_skills.items():
             if not memory_ids:
                 continue
-            best = max(members_of, key=lambda c: len(members_of[c] & memory_ids), default=None)
+            best = max(members_of, key=lambda c: (len(members_of[c] & memory_ids), -c), default=None)
             if best is not None and members_of[best] & memory_ids:
-                cluster = clusters[best]
+                placements.append((-len(members_of[best] & memory_ids), skill_id, best))
+        slugs = dict(Skill.objects.values_list("pk", "slug"))
+        for _, skill_id, best in sorted(placements):
+            cluster = clusters[best]
+            if cluster.skill_id is None:
                 cluster.skill_id = skill_id
                 cluster.members_at_last_crystallization = cluster.member_count
-                cluster.save(update_fields=["skill", "members_at_last_crystallization"])
                 Skill.objects.filter(pk=skill_id).update(source_cluster=cluster)
+            else:
+                cluster.superseded_skill_slugs = [*cluster.superseded_skill_slugs, slugs[skill_id]]
+            cluster.save(update_fields=["skill", "members_at_last_crystallization", "superseded_skill_slugs"])
     return {"memories": len(rows), "clusters": len(clusters)}
 
 
