@@ -306,3 +306,18 @@ def test_agents_do_not_see_unpublished_skills(api, curator_api, openai_llm):
     assert curator_api.post(reverse("skill-publish", args=[slug, 1])).status_code == 200
     assert api.get(reverse("skill-detail", args=[slug])).status_code == 200
     assert SkillVersion.objects.get().status == SkillStatus.PUBLISHED
+
+
+def test_rebuild_keeps_skills_with_their_memories_and_records_superseded_slugs():
+    members = _fill(6)
+    ids = [str(m.pk) for m in members]
+    first = Skill.objects.create(slug="first", name="first")
+    second = Skill.objects.create(slug="second", name="second")
+    first.current_version = SkillVersion.objects.create(skill=first, version=1, name="a", body="x", memory_ids=ids)
+    second.current_version = SkillVersion.objects.create(skill=second, version=1, name="b", body="x", memory_ids=ids[:2])
+    first.save()
+    second.save()
+    services.clusters_rebuild()
+    cluster = KnowledgeCluster.objects.get()
+    assert cluster.skill == first and cluster.superseded_skill_slugs == ["second"]
+    assert Skill.objects.get(pk=first.pk).source_cluster == cluster
