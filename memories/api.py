@@ -103,6 +103,7 @@ class MemorySearchApi(APIView):
         tier = serializers.ChoiceField(choices=Tier.values, required=False)
         tags = _tags_field()
         min_score = serializers.FloatField(required=False, default=0.0, min_value=-10.0, max_value=10.0)
+        mode = serializers.ChoiceField(choices=list(selectors.SEARCH_MODES), required=False)
 
     @extend_schema(request=InputSerializer)
     def post(self, request: Request) -> Response:
@@ -121,6 +122,8 @@ class MemorySearchApi(APIView):
             tier=params.get("tier"),
             tags=tags,
             min_score=params["min_score"],
+            mode=params.get("mode") or settings.ULTRON_SEARCH_MODE,
+            text=query,
         )
         services.memory_hits_record(ids=[hit.id for hit in hits], amount=services.SEARCH_HIT)
         detail_l1 = params["detail_level"] == "l1"
@@ -140,7 +143,8 @@ class MemorySearchApi(APIView):
                 item["overview_l1"] = hit.overview_l1
                 item["context"] = hit.context
             results.append(item)
-        return Response({"results": results, "count": len(results)})
+        return Response({"results": results, "count": len(results),
+                         "mode": params.get("mode") or settings.ULTRON_SEARCH_MODE})
 
 
 def memory_full(memory: Memory) -> dict[str, Any]:
@@ -245,7 +249,7 @@ class ContextApi(APIView):
         )
         assembled = selectors.context_assemble(
             vector=vector, token_budget=params["token_budget"],
-            memory_type=params.get("memory_type"), tags=tags,
+            memory_type=params.get("memory_type"), tags=tags, text=redact(query).text,
         )
         # Only memories chosen for this query count as hits: HOT ones are included for every
         # caller, and counting them would keep them HOT forever.

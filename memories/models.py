@@ -7,6 +7,7 @@ import uuid
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
@@ -67,6 +68,12 @@ class Memory(models.Model):
     summary_l0 = models.TextField(blank=True, default="")
     overview_l1 = models.TextField(blank=True, default="")
     embedding = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS)
+    # Full-text side of hybrid search: kept by PostgreSQL itself, never out of date.
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", "context", "resolution", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     content_hash = models.CharField(max_length=64)
     merge_pending = models.BooleanField(default=False)
     agent = models.ForeignKey(
@@ -104,6 +111,7 @@ class Memory(models.Model):
                 condition=Q(status="active"),
             ),
             GinIndex(fields=["tags"], name="memory_tags_gin"),
+            GinIndex(fields=["search_vector"], name="memory_fts_active", condition=Q(status="active")),
             models.Index(fields=["status", "tier"], name="memory_status_tier"),
         ]
         constraints = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,7 +15,7 @@ from pgvector.django import CosineDistance
 
 from memories.models import EmbeddingSpace, Memory, MemoryType, Status, Tier
 
-_LIST_FIELDS_DEFERRED = ("embedding",)
+_LIST_FIELDS_DEFERRED = ("embedding", "search_vector")
 
 
 @dataclass(frozen=True)
@@ -102,25 +103,45 @@ class SearchHit:
     created_at: datetime
 
 
-_SEARCH_SQL = """
-WITH candidates AS (
-    SELECT id, embedding <=> %(query)s::vector AS distance
-    FROM {table}
-    WHERE {where}
-    ORDER BY embedding <=> %(query)s::vector
-    LIMIT %(candidates)s
+SEARCH_MODES = ("semantic", "keyword", "hybrid")
+RRF_K = 60
+_WORD_RE = re.compile(r"[\w]+", re.UNICODE)
+
+# Candidate lists: the vector side through the HNSW index, the keyword side through the GIN
+# index on the generated tsvector. Each returns (id, rank).
+_SEMANTIC_CTE = """
+semantic AS (
+    SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM (
+        SELECT id, embedding <=> %(query)s::vector AS distance
+        FROM {table} WHERE {where}
+        ORDER BY embedding <=> %(query)s::vector
+        LIMIT %(candidates)s
+    ) nearest
+)"""
+_KEYWORD_CTE = """
+keyword AS (
+    SELECT id, row_number() OVER (ORDER BY relevance DESC, id) AS rank FROM (
+        SELECT id, ts_rank_cd(search_vector, to_tsquery('english', %(tsquery)s), 32) AS relevance
+        FROM {table} WHERE {where} AND search_vector @@ to_tsquery('english', %(tsquery)s)
+        ORDER BY relevance DESC, id
+        LIMIT %(candidates)s
+    ) matched
+)"""
+_SCORED_SQL = """
+WITH {ctes}, fused AS (
+    SELECT id, {base} AS base FROM ({union}) ranked GROUP BY id
 ), scored AS (
     SELECT m.id, m.memory_type, m.tier, m.tags, m.hit_count, m.summary_l0, m.overview_l1,
            m.context, m.last_hit_at, m.created_at,
-           1 - c.distance AS similarity,
-           (1 - c.distance)
+           1 - (m.embedding <=> %(query)s::vector) AS similarity,
+           {base_expr}
              * CASE m.tier WHEN 'hot' THEN %(boost_hot)s WHEN 'warm' THEN %(boost_warm)s
                            ELSE %(boost_cold)s END
              * (1 - %(weight)s + %(weight)s * exp(
                    -%(decay)s * GREATEST(
                        EXTRACT(EPOCH FROM (now() - COALESCE(m.last_hit_at, m.created_at))), 0
                    ) / 86400.0)) AS score
-    FROM candidates c JOIN {table} m ON m.id = c.id
+    FROM fused f JOIN {table} m ON m.id = f.id
 )
 SELECT * FROM scored
 WHERE score >= %(min_score)s
@@ -133,6 +154,13 @@ def _vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
 
+def keyword_query(text: str) -> str:
+    """An OR query of the words in ``text`` for to_tsquery (stop words dropped by PostgreSQL):
+    questions rarely share every word with the memory that answers them."""
+    words = [w for w in _WORD_RE.findall(text.lower()) if w.strip("_")][:32]
+    return " | ".join(dict.fromkeys(words))
+
+
 def memory_search(
     *,
     vector: list[float],
@@ -141,14 +169,21 @@ def memory_search(
     tier: str | None = None,
     tags: list[str] | None = None,
     min_score: float = 0.0,
+    mode: str = "semantic",
+    text: str = "",
 ) -> list[SearchHit]:
-    """Nearest active memories to ``vector``, ranked by SPEC §7's score, computed in SQL.
+    """Active memories for a query, ranked by SPEC §7's score, computed in SQL.
 
-    The HNSW index supplies the candidates (a few times ``limit``); the score
-    ``similarity × tier_boost × (1 − w + w × hotness)`` orders them. Filters on type use that
-    type's partial index; tier and tag filters widen the index's candidate list, because
-    pgvector applies them after the index scan.
+    ``semantic``: similarity from the HNSW candidates (a few times ``limit``), score =
+    ``similarity × tier_boost × (1 − w + w × hotness)``. ``keyword``: PostgreSQL full-text
+    search over content, context and resolution. ``hybrid``: both candidate lists fused by
+    reciprocal rank (k = 60), normalised so that first in both lists is 1, times the same tier
+    and hotness factors. Every result carries its raw cosine similarity too. Filters on type use
+    that type's partial index; tier and tag filters widen the vector side's candidate list,
+    because pgvector applies them after the index scan.
     """
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"unknown mode {mode!r}")
     # memory_type and tier are checked against their choices and written as literals, so the
     # planner can match the partial indexes' predicates.
     where = ["status = 'active'"]
@@ -164,11 +199,32 @@ def memory_search(
     if tags:
         where.append("tags @> %(tags)s::varchar[]")
         params["tags"] = list(tags)
+    tsquery = keyword_query(text) if mode != "semantic" else ""
+    if mode == "keyword" and not tsquery:
+        return []
     candidates = max(limit * 4, 40)
     filtered = tier is not None or bool(tags)
     ef = max(settings.ULTRON_SEARCH_FILTERED_EF if filtered else settings.ULTRON_SEARCH_EF, candidates)
+    table = Memory._meta.db_table
+    condition = " AND ".join(where)
+    ctes, union = [], []
+    if mode in ("semantic", "hybrid"):
+        ctes.append(_SEMANTIC_CTE.format(table=table, where=condition))
+        union.append("SELECT id, rank FROM semantic")
+    if mode in ("keyword", "hybrid") and tsquery:
+        ctes.append(_KEYWORD_CTE.format(table=table, where=condition))
+        union.append("SELECT id, rank FROM keyword")
+    if mode == "semantic":
+        base, base_expr = "0", "(1 - (m.embedding <=> %(query)s::vector))"
+    else:
+        # reciprocal-rank fusion, 1.0 for a memory ranked first by every list used
+        base = f"sum(1.0 / ({RRF_K} + rank)) * {RRF_K + 1}.0 / {len(union)}"
+        base_expr = "f.base"
+    sql = _SCORED_SQL.format(ctes=",".join(ctes), union=" UNION ALL ".join(union), table=table, base=base,
+                             base_expr=base_expr)
     params.update(
         query=_vector_literal(vector),
+        tsquery=tsquery,
         candidates=candidates,
         limit=limit,
         min_score=min_score,
@@ -178,7 +234,6 @@ def memory_search(
         weight=settings.ULTRON_HOTNESS_WEIGHT,
         decay=settings.ULTRON_HOTNESS_DECAY,
     )
-    sql = _SEARCH_SQL.format(table=Memory._meta.db_table, where=" AND ".join(where))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}")
         cursor.execute(sql, params)
@@ -270,7 +325,7 @@ def _render(memory_type: str, summary_l0: str, overview_l1: str, *, full: bool) 
 
 def context_assemble(
     *, vector: list[float] | None, token_budget: int, hot_limit: int = 20, relevant_limit: int = 20,
-    memory_type: str | None = None, tags: list[str] | None = None,
+    memory_type: str | None = None, tags: list[str] | None = None, text: str = "",
 ) -> AssembledContext:
     """A prompt-ready block within ``token_budget`` (SPEC §7): HOT memories first, one line
     each, then the memories most relevant to the query with their L1 overview. The last
@@ -291,7 +346,8 @@ def context_assemble(
         candidates.append(("hot", row["id"], _render(row["memory_type"], row["summary_l0"], row["overview_l1"], full=False)))
     if vector is not None:
         seen = {c[1] for c in candidates}
-        for hit in memory_search(vector=vector, limit=relevant_limit, memory_type=memory_type, tags=tags):
+        for hit in memory_search(vector=vector, limit=relevant_limit, memory_type=memory_type, tags=tags,
+                                 mode=settings.ULTRON_SEARCH_MODE, text=text):
             if hit.id not in seen:
                 candidates.append(("relevant", hit.id, _render(hit.memory_type, hit.summary_l0, hit.overview_l1, full=True)))
     blocks: list[ContextBlock] = []

@@ -98,7 +98,7 @@ def _search_sql(**kwargs) -> tuple[str, dict]:
     captured: list = []
 
     def capture(execute, sql, params, many, context):
-        if "WITH candidates" in sql:
+        if "semantic AS (" in sql:
             captured.append((sql, params))
         return execute(sql, params, many, context)
 
@@ -151,3 +151,25 @@ def test_duplicate_finder_respects_type_and_threshold(settings):
     assert match is not None and match.memory.pk == near.pk and match.reason == "similar"
     far = unit(42)
     assert memory_find_duplicate(memory_type="error", body_hash="none", vector=far, verdicts={}) is None
+
+
+def test_keyword_and_hybrid_modes_find_exact_identifiers():
+    query = np.array(unit(60))
+    semantic_twin = make(unit(61, query, 0.01), content="connection pooling advice for busy web servers")
+    identifier = make(unit(62), content="pip fails with error E0602 when the wheel cache is corrupted")
+    text = "what is error E0602"
+    keyword = memory_search(vector=list(query), mode="keyword", text=text)
+    assert [h.id for h in keyword] == [identifier.pk]
+    hybrid = memory_search(vector=list(query), mode="hybrid", text=text, limit=5)
+    assert {h.id for h in hybrid} == {identifier.pk, semantic_twin.pk}
+    assert all(-1.0 <= h.similarity <= 1.0 for h in hybrid)
+    assert memory_search(vector=list(query), mode="keyword", text="???") == []
+    with pytest.raises(ValueError):
+        memory_search(vector=list(query), mode="fuzzy")
+
+
+def test_hybrid_score_is_one_for_a_memory_first_in_both_lists():
+    query = np.array(unit(70))
+    top = make(unit(71, query, 0.01), content="kubernetes ingress timeout fix", tier=Tier.WARM, days_since_hit=0)
+    hits = memory_search(vector=list(query), mode="hybrid", text="kubernetes ingress timeout")
+    assert hits[0].id == top.pk and hits[0].score == pytest.approx(1.0, abs=1e-3)
