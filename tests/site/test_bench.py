@@ -50,3 +50,16 @@ def test_ingest_bench_smoke():
 def test_clusters_bench_smoke():
     figures = _run("bench/clusters.py", "--n", "500", "--assign", "5", "--base", "200")
     assert figures["n500_clusters"] >= 1 and figures["n500_bruteforce_ratio"] > 0
+
+
+@pytest.mark.skipif(not (EVAL / "paraphrase").exists(), reason="../shared/eval not present")
+def test_dedup_bench_smoke():
+    figures = _run("bench/dedup.py", "--split", "dev")
+    assert figures["pairs"] > 100 and 0 < figures["precision"] <= 1
+
+
+@pytest.mark.skipif(not (EVAL / "locomo").exists(), reason="../shared/eval not present")
+def test_locomo_bench_smoke():
+    figures = _run("bench/locomo.py", "--conversations", "1")
+    assert figures["questions"] > 10
+    assert {"hybrid_recall_at_10", "semantic_recall_at_10", "keyword_recall_at_10", "hybrid_mrr"} <= set(figures)
