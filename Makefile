@@ -23,5 +23,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m ultron_site.launcher test $(PYTEST_ARGS)
 
+# The quick benchmark set (a few minutes on 2 cores); each script also runs alone, see bench/README.md.
+bench: $(STAMP)
+	$(PY) bench/redaction.py --limit 300
+	$(PY) bench/dedup.py
+	$(PY) bench/upload.py --n 200
+	$(PY) bench/ingest.py --max-file-mb 1
+	$(PY) bench/locomo.py --conversations 2
+	$(PY) bench/clusters.py --n 10000 --assign 100
+
 lint: $(STAMP)
 	$(PY) -m ruff check .
