@@ -63,3 +63,8 @@ def test_locomo_bench_smoke():
     figures = _run("bench/locomo.py", "--conversations", "1")
     assert figures["questions"] > 10
     assert {"hybrid_recall_at_10", "semantic_recall_at_10", "keyword_recall_at_10", "hybrid_mrr"} <= set(figures)
+
+
+def test_rebalance_bench_smoke():
+    figures = _run("bench/rebalance.py", "--n", "2000", "--loop-n", "500")
+    assert figures["n"] == 2000 and figures["first_run_s"] > 0 and figures["loop_ratio"] > 0
