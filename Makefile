@@ -31,6 +31,8 @@ bench: $(STAMP)
 	$(PY) bench/ingest.py --max-file-mb 1
 	$(PY) bench/locomo.py --conversations 2
 	$(PY) bench/clusters.py --n 10000 --assign 100
+	$(PY) bench/search.py --n 20000 --queries 100
+	$(PY) bench/rebalance.py --n 100000
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

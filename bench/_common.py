@@ -1,6 +1,6 @@
 """Shared set-up for the benchmark scripts.
 
-Each script runs against a throw-away database (``bench_ultron``) on the configured server,
+Each script runs against a throw-away database (``bench_ultron_<pid>``) on the configured server,
 created with migrations and dropped at the end, so the hub's own data is never touched.
 Real data comes from ``../shared/eval/`` (read in place); a script skips cleanly without it.
 """
@@ -29,11 +29,12 @@ def django_setup() -> None:
 
 @contextlib.contextmanager
 def bench_database():
-    """Create ``bench_ultron`` with migrations, point the default connection at it, drop it after."""
+    """Create a throw-away database with migrations, point the default connection at it, drop it after."""
     from django.db import connection
 
     connection.settings_dict.setdefault("TEST", {})
-    connection.settings_dict["TEST"].update({"NAME": "bench_ultron", "CHARSET": None, "TEMPLATE": None})
+    # One database per process, so benchmarks can run side by side.
+    connection.settings_dict["TEST"].update({"NAME": f"bench_ultron_{os.getpid()}", "CHARSET": None, "TEMPLATE": None})
     original = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
     try:

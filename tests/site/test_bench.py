@@ -68,3 +68,10 @@ def test_locomo_bench_smoke():
 def test_rebalance_bench_smoke():
     figures = _run("bench/rebalance.py", "--n", "2000", "--loop-n", "500")
     assert figures["n"] == 2000 and figures["first_run_s"] > 0 and figures["loop_ratio"] > 0
+
+
+@pytest.mark.skipif(not (EVAL / "paraphrase").exists(), reason="../shared/eval not present")
+def test_search_bench_smoke():
+    figures = _run("bench/search.py", "--n", "600", "--queries", "5", "--base", "200")
+    assert figures["n"] == 600 and figures["recall_at_10"] >= 0.9
+    assert {"api_p50_ms", "api_p95_ms", "service_p95_ms", "bruteforce_ratio"} <= set(figures)

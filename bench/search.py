@@ -1,0 +1,201 @@
+"""Search speed and index recall at scale, against exact search and a Python scan.
+
+    .venv/bin/python bench/search.py [--n 100000] [--queries 200] [--json]
+
+Corpus: real sentences (STS Benchmark and LoCoMo turns) embedded with the hub's model, then
+noisy variations of them up to N memories, spread over types, tiers and tags. Loaded in bulk,
+then the HNSW indexes are built (their build time and size are reported). Measures the search
+service (SQL ranking over HNSW candidates) and the HTTP API in-process (Django test client:
+auth, validation, redaction, query embedding, hit recording), with and without filters; the
+index's recall@10 against exact search (index scans off); and the anchor's approach — every
+stored vector into Python, cosine in a loop — on a few queries, as a ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import (  # noqa: E402
+    bench_database,
+    django_setup,
+    eval_path,
+    print_table,
+    sts_sentences,
+    write_results,
+)
+
+TYPES = ["error", "pattern", "correction", "preference", "security", "life"]
+TIERS = ["hot", "warm", "cold"]
+
+
+def percentiles(values: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))] * 1000  # noqa: E731
+    return pick(0.5), pick(0.95), pick(0.99)
+
+
+def corpus_texts(limit: int) -> list[str]:
+    texts = sts_sentences(limit // 2)
+    path = eval_path("locomo", "locomo10.json")
+    if path is not None:
+        for sample in json.loads(path.read_text()):
+            for key, session in sample["conversation"].items():
+                if key.startswith("session_") and isinstance(session, list):
+                    texts.extend(turn["text"] for turn in session if turn.get("text"))
+    return list(dict.fromkeys(texts))[:limit]
+
+
+def load(vectors: np.ndarray, texts: list[str], rng) -> tuple[float, float, int]:
+    from django.db import connection
+
+    from memories.models import Memory
+
+    indexes = [i for i in Memory._meta.indexes if "embedding" in i.fields]
+    with connection.cursor() as cursor:
+        for index in indexes:
+            cursor.execute(f'DROP INDEX IF EXISTS "{index.name}"')
+    started = time.perf_counter()
+    batch = []
+    for i, vector in enumerate(vectors):
+        batch.append(Memory(
+            content=texts[i % len(texts)], memory_type=TYPES[i % len(TYPES)], tier=TIERS[(i // 7) % 3],
+            tags=[f"team-{i % 20}"], embedding=vector.tolist(), content_hash=f"h{i}", hit_count=1 + (i % 13),
+        ))
+        if len(batch) == 5000:
+            Memory.objects.bulk_create(batch)
+            batch = []
+    if batch:
+        Memory.objects.bulk_create(batch)
+    loaded = time.perf_counter() - started
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '2GB'")
+        cursor.execute("SET max_parallel_maintenance_workers = 1")
+        with connection.schema_editor() as editor:
+            for index in indexes:
+                editor.add_index(Memory, index)
+        cursor.execute("ANALYZE memories_memory")
+        cursor.execute("SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid = "
+                       "'memories_memory'::regclass AND indexrelid::regclass::text LIKE 'memory_emb_%%'")
+        size = int(cursor.fetchone()[0] or 0)
+    return loaded, time.perf_counter() - started, size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--base", type=int, default=6000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    django_setup()
+    from django.db import connection, transaction
+    from django.urls import reverse
+    from rest_framework.test import APIClient
+
+    from memories.models import Memory
+    from memories.providers.embeddings import get_embedder
+    from memories.selectors import memory_search
+    from memories.services import embedding_space_ensure
+    from ultron_site.services import agent_create, token_issue
+
+    rng = np.random.default_rng(11)
+    texts = corpus_texts(args.base)
+    embedder = get_embedder()
+    base = embedder.embed(texts)
+    picks = rng.integers(0, len(base), size=args.n)
+    vectors = base[picks] + rng.normal(scale=0.35 / np.sqrt(base.shape[1]), size=(args.n, base.shape[1]))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    query_texts = [texts[i] for i in rng.integers(0, len(texts), size=args.queries)]
+    query_vectors = embedder.embed(query_texts)
+    rows: list[tuple[str, str]] = [("corpus", f"{args.n:,} memories from {len(texts):,} real texts")]
+    figures: dict = {"n": args.n}
+    with bench_database():
+        embedding_space_ensure()
+        loaded, built, size = load(vectors, [texts[i] for i in picks], rng)
+        rows.append(("load / HNSW build / index size", f"{loaded:.0f}s / {built:.0f}s / {size / 2**20:.0f} MiB (7 indexes)"))
+        figures.update(load_s=loaded, index_build_s=built, index_mib=size / 2**20)
+        cases = {
+            "no filter": {},
+            "memory_type": {"memory_type": "error"},
+            "tier": {"tier": "hot"},
+            "tags": {"tags": ["team-3"]},
+        }
+        for label, filters in cases.items():
+            times = []
+            for vector in query_vectors:
+                started = time.perf_counter()
+                memory_search(vector=vector.tolist(), limit=10, **filters)
+                times.append(time.perf_counter() - started)
+            p50, p95, p99 = percentiles(times)
+            rows.append((f"service, {label}", f"p50 {p50:.1f} ms  p95 {p95:.1f} ms  p99 {p99:.1f} ms"))
+            if label == "no filter":
+                figures["service_p50_ms"], figures["service_p95_ms"] = p50, p95
+        # recall@10 of the index against exact search (index scans off), no filter and by type
+        for label, where in (("no filter", "status = 'active'"), ("memory_type", "status = 'active' AND memory_type = 'error'")):
+            hits = 0
+            sample = query_vectors[: min(50, len(query_vectors))]
+            for vector in sample:
+                literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+                sql = (f"SELECT id FROM memories_memory WHERE {where} ORDER BY embedding <=> %s::vector LIMIT 10")
+                with transaction.atomic(), connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL hnsw.ef_search = 100")
+                    cursor.execute(sql, [literal])
+                    approx = {r[0] for r in cursor.fetchall()}
+                with transaction.atomic(), connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL enable_indexscan = off")
+                    cursor.execute(sql, [literal])
+                    exact = {r[0] for r in cursor.fetchall()}
+                hits += len(approx & exact)
+            recall = hits / (10 * len(sample))
+            rows.append((f"recall@10 vs exact, {label}", f"{recall:.3f}"))
+            if label == "no filter":
+                figures["recall_at_10"] = recall
+        agent = agent_create(name="bench")
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(agent=agent).token}")
+        for label, extra in (("API, no filter", {}), ("API, memory_type", {"memory_type": "error"}),
+                             ("API, tags", {"tags": ["team-3"]}), ("API, hybrid", {"mode": "hybrid"})):
+            times = []
+            for text in query_texts:
+                started = time.perf_counter()
+                response = client.post(reverse("memory-search"), {"query": text, "mode": "semantic", **extra},
+                                       format="json")
+                times.append(time.perf_counter() - started)
+                assert response.status_code == 200, response.content
+            p50, p95, p99 = percentiles(times)
+            rows.append((label + " (incl. query embedding)", f"p50 {p50:.1f} ms  p95 {p95:.1f} ms  p99 {p99:.1f} ms"))
+            if label == "API, no filter":
+                figures["api_p50_ms"], figures["api_p95_ms"] = p50, p95
+        # the anchor's approach: every vector into Python, cosine in a loop
+        brute = []
+        for vector in query_vectors[:3]:
+            started = time.perf_counter()
+            stored = list(Memory.objects.filter(status="active").values_list("id", "embedding"))
+            query = [float(x) for x in vector]
+            scores = []
+            for memory_id, embedding in stored:
+                values = [float(x) for x in embedding]
+                scores.append((sum(a * b for a, b in zip(query, values, strict=True)), memory_id))
+            scores.sort(reverse=True)
+            brute.append(time.perf_counter() - started)
+        brute_ms = statistics.median(brute) * 1000
+        rows.append(("Python scan over every vector", f"median {brute_ms:,.0f} ms per query"))
+        figures["bruteforce_ms"] = brute_ms
+        figures["bruteforce_ratio"] = brute_ms / figures["service_p50_ms"]
+        rows.append(("Python scan / service p50", f"{figures['bruteforce_ratio']:,.0f}x"))
+    print_table(f"Search at {args.n:,} memories (2 cores)", rows)
+    write_results(f"search-{args.n}", figures, as_json=args.json)
+
+
+if __name__ == "__main__":
+    main()
