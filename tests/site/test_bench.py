@@ -66,7 +66,7 @@ def test_locomo_bench_smoke():
 
 
 def test_rebalance_bench_smoke():
-    figures = _run("bench/rebalance.py", "--n", "2000", "--loop-n", "500")
+    figures = _run("bench/rebalance.py", "--n", "2000", "--loop-n", "500", "--indexed-n", "300")
     assert figures["n"] == 2000 and figures["first_run_s"] > 0 and figures["loop_ratio"] > 0
 
 
