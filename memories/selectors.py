@@ -109,10 +109,20 @@ _WORD_RE = re.compile(r"[\w]+", re.UNICODE)
 
 # Candidate lists: the vector side through the HNSW index, the keyword side through the GIN
 # index on the generated tsvector. Each returns (id, rank).
+# The spec's tier and hotness factors (SPEC §7), as SQL over a row's tier and last hit.
+_FACTORS = """
+    CASE {alias}tier WHEN 'hot' THEN %(boost_hot)s WHEN 'warm' THEN %(boost_warm)s ELSE %(boost_cold)s END
+    * (1 - %(weight)s + %(weight)s * exp(
+          -%(decay)s * GREATEST(
+              EXTRACT(EPOCH FROM (now() - COALESCE({alias}last_hit_at, {alias}created_at))), 0
+          ) / 86400.0))"""
+# Candidate lists, each ranked by its own relevance times the tier and hotness factors, so the
+# fused list keeps the spec's preferences without letting a boost swamp the fusion: the vector
+# side through the HNSW index, the keyword side through the GIN index on the tsvector.
 _SEMANTIC_CTE = """
 semantic AS (
-    SELECT id, row_number() OVER (ORDER BY distance) AS rank FROM (
-        SELECT id, embedding <=> %(query)s::vector AS distance
+    SELECT id, row_number() OVER (ORDER BY (1 - distance) * factor DESC, id) AS rank FROM (
+        SELECT id, embedding <=> %(query)s::vector AS distance, {factors} AS factor
         FROM {table} WHERE {where}
         ORDER BY embedding <=> %(query)s::vector
         LIMIT %(candidates)s
@@ -120,8 +130,9 @@ semantic AS (
 )"""
 _KEYWORD_CTE = """
 keyword AS (
-    SELECT id, row_number() OVER (ORDER BY relevance DESC, id) AS rank FROM (
-        SELECT id, ts_rank_cd(search_vector, to_tsquery('english', %(tsquery)s), 32) AS relevance
+    SELECT id, row_number() OVER (ORDER BY relevance * factor DESC, id) AS rank FROM (
+        SELECT id, ts_rank_cd(search_vector, to_tsquery('english', %(tsquery)s), 32) AS relevance,
+               {factors} AS factor
         FROM {table} WHERE {where} AND search_vector @@ to_tsquery('english', %(tsquery)s)
         ORDER BY relevance DESC, id
         LIMIT %(candidates)s
@@ -134,13 +145,7 @@ WITH {ctes}, fused AS (
     SELECT m.id, m.memory_type, m.tier, m.tags, m.hit_count, m.summary_l0, m.overview_l1,
            m.context, m.last_hit_at, m.created_at,
            1 - (m.embedding <=> %(query)s::vector) AS similarity,
-           {base_expr}
-             * CASE m.tier WHEN 'hot' THEN %(boost_hot)s WHEN 'warm' THEN %(boost_warm)s
-                           ELSE %(boost_cold)s END
-             * (1 - %(weight)s + %(weight)s * exp(
-                   -%(decay)s * GREATEST(
-                       EXTRACT(EPOCH FROM (now() - COALESCE(m.last_hit_at, m.created_at))), 0
-                   ) / 86400.0)) AS score
+           {score} AS score
     FROM fused f JOIN {table} m ON m.id = f.id
 )
 SELECT * FROM scored
@@ -176,9 +181,10 @@ def memory_search(
 
     ``semantic``: similarity from the HNSW candidates (a few times ``limit``), score =
     ``similarity × tier_boost × (1 − w + w × hotness)``. ``keyword``: PostgreSQL full-text
-    search over content, context and resolution. ``hybrid``: both candidate lists fused by
-    reciprocal rank (k = 60), normalised so that first in both lists is 1, times the same tier
-    and hotness factors. Every result carries its raw cosine similarity too. Filters on type use
+    search over content, context and resolution, ranked by text relevance × the same factors.
+    ``hybrid``: both lists (each ranked by its relevance × the factors) fused by reciprocal rank
+    (k = 60), normalised so that first in every list is 1. Every result carries its raw cosine
+    similarity too. Filters on type use
     that type's partial index; tier and tag filters widen the vector side's candidate list,
     because pgvector applies them after the index scan.
     """
@@ -208,20 +214,23 @@ def memory_search(
     table = Memory._meta.db_table
     condition = " AND ".join(where)
     ctes, union = [], []
+    factors = _FACTORS.format(alias="")
     if mode in ("semantic", "hybrid"):
-        ctes.append(_SEMANTIC_CTE.format(table=table, where=condition))
+        ctes.append(_SEMANTIC_CTE.format(table=table, where=condition, factors=factors))
         union.append("SELECT id, rank FROM semantic")
     if mode in ("keyword", "hybrid") and tsquery:
-        ctes.append(_KEYWORD_CTE.format(table=table, where=condition))
+        ctes.append(_KEYWORD_CTE.format(table=table, where=condition, factors=factors))
         union.append("SELECT id, rank FROM keyword")
     if mode == "semantic":
-        base, base_expr = "0", "(1 - (m.embedding <=> %(query)s::vector))"
+        # SPEC §7: similarity × tier boost × (1 − w + w × hotness)
+        base = "0"
+        score = "(1 - (m.embedding <=> %(query)s::vector)) * " + _FACTORS.format(alias="m.")
     else:
-        # reciprocal-rank fusion, 1.0 for a memory ranked first by every list used
+        # Reciprocal-rank fusion of the (already boosted) lists: 1.0 for first in every list.
         base = f"sum(1.0 / ({RRF_K} + rank)) * {RRF_K + 1}.0 / {len(union)}"
-        base_expr = "f.base"
+        score = "f.base"
     sql = _SCORED_SQL.format(ctes=",".join(ctes), union=" UNION ALL ".join(union), table=table, base=base,
-                             base_expr=base_expr)
+                             score=score)
     params.update(
         query=_vector_literal(vector),
         tsquery=tsquery,

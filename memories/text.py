@@ -46,12 +46,16 @@ def truncate_tokens(text: str, budget: int) -> str:
     return head.rstrip(" ,;:-") + "…"
 
 
-def first_sentence(text: str) -> str:
+def first_sentence(text: str, *, min_words: int = 3) -> str:
+    """The first sentence; a fragment shorter than ``min_words`` ("npm ERR!") takes the next."""
     text = normalise_space(text)
+    taken: list[str] = []
     for part in _SENTENCE_END_RE.split(text):
         if part.strip():
-            return part.strip()
-    return text
+            taken.append(part.strip())
+            if len(" ".join(taken).split()) >= min_words or any(0x3400 <= ord(c) <= 0x9FFF for c in part):
+                break
+    return " ".join(taken) if taken else text
 
 
 def extractive_l0(content: str, budget: int = 64) -> str:
@@ -117,6 +121,8 @@ _CUES: dict[str, list[tuple[str, float]]] = {
         (r"\berrno\b", 2), (r"\bstack ?trace\b", 2), (r"\b(cannot|can't|could not|couldn't)\b", 1),
         (r"\bnot found\b", 1.5), (r"\bexit (code|status)\b", 2), (r"\btimed? ?out\b", 1.5),
         (r"\b\w+Error\b", 2.5), (r"\bsegfault\b", 3), (r"\bdenied\b", 1), (r"\bbroken\b", 1),
+        (r"\bE(?:ACCES|NOENT|PERM|EXIST|CONNREFUSED|CONNRESET|ADDRINUSE|TIMEDOUT|PIPE|NOSPC|NOMEM)\b", 3),
+        (r"\bERR!", 2.5), (r"\bHTTP [45]\d\d\b|\b(?:401|403|404|500|502|503) (?:error|unauthorized|forbidden)", 2),
         (r"\bfix(ed|es)?\b", 1), (r"\bworkaround\b", 1.5), (r"\bresolved?\b", 0.5),
         (r"报错", 3), (r"错误", 2), (r"异常", 2), (r"失败", 2), (r"崩溃", 3), (r"超时", 2),
         (r"修复", 1.5), (r"无法", 1),

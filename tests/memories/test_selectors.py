@@ -173,3 +173,11 @@ def test_hybrid_score_is_one_for_a_memory_first_in_both_lists():
     top = make(unit(71, query, 0.01), content="kubernetes ingress timeout fix", tier=Tier.WARM, days_since_hit=0)
     hits = memory_search(vector=list(query), mode="hybrid", text="kubernetes ingress timeout")
     assert hits[0].id == top.pk and hits[0].score == pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_hot_memory_does_not_swamp_a_clearly_better_hybrid_match():
+    query = np.array(unit(80))
+    best = make(unit(81, query, 0.005), content="npm EACCES when installing packages globally", tier=Tier.WARM)
+    make(unit(82, query, 0.9), content="pip install fails inside docker", tier=Tier.HOT)
+    hits = memory_search(vector=list(query), mode="hybrid", text="EACCES npm global install")
+    assert hits[0].id == best.pk

@@ -17,6 +17,7 @@ from memories.text import (
     [
         ("Traceback (most recent call last): ModuleNotFoundError: No module named yaml", "error"),
         ("npm install failed with EACCES; fixed by using nvm instead of sudo", "error"),
+        ("npm ERR! code EACCES when installing globally", "error"),
         ("Found an SQL injection vulnerability in the search endpoint", "security"),
         ("A leaked AWS credential was exposed in the repository; rotate it", "security"),
         ("Actually, pandas.append is deprecated; use pandas.concat instead", "correction"),
@@ -51,6 +52,8 @@ def test_l0_is_the_first_sentence_within_budget():
     l0 = extractive_l0(long)
     assert estimate_tokens(l0) <= 65 and l0.endswith("…")
     assert extractive_l0("第一句话。第二句话。") == "第一句话。"
+    assert extractive_l0("npm ERR! code EACCES when installing globally. Fix it.") == (
+        "npm ERR! code EACCES when installing globally.")
 
 
 def test_l1_splits_its_budget_70_15_15_and_cuts_with_an_ellipsis():
