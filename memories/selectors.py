@@ -133,7 +133,12 @@ keyword AS (
     SELECT id, row_number() OVER (ORDER BY relevance * factor DESC, id) AS rank FROM (
         SELECT id, ts_rank_cd(search_vector, to_tsquery('english', %(tsquery)s), 32) AS relevance,
                {factors} AS factor
-        FROM {table} WHERE {where} AND search_vector @@ to_tsquery('english', %(tsquery)s)
+        FROM (
+            -- at most this many matches are ranked: a bound on the work, whatever the query
+            SELECT id, search_vector, tier, last_hit_at, created_at FROM {table}
+            WHERE {where} AND search_vector @@ to_tsquery('english', %(tsquery)s)
+            LIMIT %(keyword_cap)s
+        ) capped
         ORDER BY relevance DESC, id
         LIMIT %(candidates)s
     ) matched
@@ -160,10 +165,24 @@ def _vector_literal(vector: list[float]) -> str:
 
 
 def keyword_query(text: str) -> str:
-    """An OR query of the words in ``text`` for to_tsquery (stop words dropped by PostgreSQL):
-    questions rarely share every word with the memory that answers them."""
-    words = [w for w in _WORD_RE.findall(text.lower()) if w.strip("_")][:32]
-    return " | ".join(dict.fromkeys(words))
+    """A tsquery for the words of ``text``: with one or two words, either; with more, any two
+    of them together. Questions rarely share every word with the memory that answers them, but a
+    memory sharing a single common word ("error", "install") with the query is no match — and an
+    OR of common words would make PostgreSQL rank a large part of the table."""
+    words = [w for w in _WORD_RE.findall(text.lower()) if w.strip("_") and len(w) > 1]
+    words = [w for w in dict.fromkeys(words) if w not in _QUERY_STOPWORDS][:10]
+    if len(words) <= 2:
+        return " | ".join(words)
+    return " | ".join(f"({a} & {b})" for i, a in enumerate(words) for b in words[i + 1 :])
+
+
+# English stop words are dropped by to_tsquery itself; these are dropped first so that they do
+# not use up the pairs.
+_QUERY_STOPWORDS = set("""
+a an the is are was were be been being do does did what which who whom when where why how
+of in on at to for with and or but by from as it its this that these those i you he she we they
+me my your his her our their there here not no yes can could would should will shall may might
+""".split())
 
 
 def memory_search(
@@ -235,6 +254,7 @@ def memory_search(
         query=_vector_literal(vector),
         tsquery=tsquery,
         candidates=candidates,
+        keyword_cap=settings.ULTRON_SEARCH_KEYWORD_CAP,
         limit=limit,
         min_score=min_score,
         boost_hot=settings.ULTRON_TIER_BOOST_HOT,

@@ -224,6 +224,8 @@ ULTRON_HOTNESS_DECAY = env_float("ULTRON_HOTNESS_DECAY", 0.05, minimum=0.0)
 ULTRON_HOTNESS_WEIGHT = env_float("ULTRON_HOTNESS_WEIGHT", 0.1, minimum=0.0, maximum=1.0)
 # Default search mode when the request names none: semantic | keyword | hybrid.
 ULTRON_SEARCH_MODE = env_choice("ULTRON_SEARCH_MODE", "hybrid", ["semantic", "keyword", "hybrid"])
+# Keyword side of search: at most this many full-text matches are ranked per query.
+ULTRON_SEARCH_KEYWORD_CAP = env_int("ULTRON_SEARCH_KEYWORD_CAP", 2000, minimum=50, maximum=1_000_000)
 ULTRON_SEARCH_EF = env_int("ULTRON_SEARCH_EF", 100, minimum=10, maximum=1000)
 ULTRON_SEARCH_FILTERED_EF = env_int("ULTRON_SEARCH_FILTERED_EF", 400, minimum=10, maximum=1000)
 
