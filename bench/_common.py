@@ -28,10 +28,29 @@ def django_setup() -> None:
 
 
 @contextlib.contextmanager
-def bench_database():
-    """Create a throw-away database with migrations, point the default connection at it, drop it after."""
+def bench_database(keep: str | None = None):
+    """Create a throw-away database with migrations, point the default connection at it, drop it after.
+
+    With ``keep`` (a database name), that database is reused if it exists, created (with
+    migrations) if not, and left in place afterwards — for re-running a benchmark on a large
+    corpus without loading it again. Never the hub's own database.
+    """
+    from django.core.management import call_command
     from django.db import connection
 
+    if keep:
+        if keep == connection.settings_dict["NAME"] or not keep.startswith("bench_"):
+            raise SystemExit("--keep-db must name a database starting with 'bench_' (not the hub's own)")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [keep])
+            exists = cursor.fetchone() is not None
+            if not exists:
+                cursor.execute(f'CREATE DATABASE "{keep}"')
+        connection.close()
+        connection.settings_dict["NAME"] = keep
+        call_command("migrate", verbosity=0, interactive=False)
+        yield
+        return
     connection.settings_dict.setdefault("TEST", {})
     # One database per process, so benchmarks can run side by side.
     connection.settings_dict["TEST"].update({"NAME": f"bench_ultron_{os.getpid()}", "CHARSET": None, "TEMPLATE": None})

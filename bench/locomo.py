@@ -26,10 +26,42 @@ from bench._common import bench_database, django_setup, eval_path, print_table, 
 MODES = ("semantic", "keyword", "hybrid")
 
 
+def upload_turns(data: list[dict], rows: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Every turn through the upload funnel, tagged with its conversation; turn -> memory id."""
+    from memories.services import memory_upload
+    from ultron_site.services import agent_create
+
+    agent = agent_create(name="bench")
+    turn_memory: dict[tuple[str, str], str] = {}
+    started = time.perf_counter()
+    turns = 0
+    for sample in data:
+        conversation = sample["conversation"]
+        tag = f"conv-{sample['sample_id']}"
+        for key, session in conversation.items():
+            if not key.startswith("session_") or not isinstance(session, list):
+                continue
+            date = conversation.get(f"{key}_date_time", "")
+            for turn in session:
+                text = turn.get("text", "").strip()
+                if not text:
+                    continue
+                result = memory_upload(content=f"{turn['speaker']}: {text}", context=f"session date: {date}",
+                                       tags=[tag], agent=agent)
+                turn_memory[(sample["sample_id"], turn["dia_id"])] = str(result.memory.pk)
+                turns += 1
+    upload_s = time.perf_counter() - started
+    rows.append(("turns uploaded", f"{turns} in {upload_s:.0f}s ({turns / upload_s:.0f}/s), "
+                                   f"{len(set(turn_memory.values()))} memories after dedup"))
+    return turn_memory
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep-db", metavar="NAME",
+                        help="reuse (or create and keep) this bench_* database; the turns are uploaded only once")
     args = parser.parse_args()
     path = eval_path("locomo", "locomo10.json")
     if path is None:
@@ -38,34 +70,27 @@ def main() -> None:
     django_setup()
     from memories.redaction import redact_many
     from memories.selectors import memory_search
-    from memories.services import embed_texts, memory_upload
-    from ultron_site.services import agent_create
+    from memories.services import embed_texts
 
     rows: list[tuple[str, str]] = []
     figures: dict = {}
-    with bench_database():
-        agent = agent_create(name="bench")
-        turn_memory: dict[tuple[str, str], str] = {}
-        started = time.perf_counter()
-        turns = 0
-        for sample in data:
-            conversation = sample["conversation"]
-            tag = f"conv-{sample['sample_id']}"
-            for key, session in conversation.items():
-                if not key.startswith("session_") or not isinstance(session, list):
-                    continue
-                date = conversation.get(f"{key}_date_time", "")
-                for turn in session:
-                    text = turn.get("text", "").strip()
-                    if not text:
-                        continue
-                    result = memory_upload(content=f"{turn['speaker']}: {text}", context=f"session date: {date}",
-                                           tags=[tag], agent=agent)
-                    turn_memory[(sample["sample_id"], turn["dia_id"])] = str(result.memory.pk)
-                    turns += 1
-        upload_s = time.perf_counter() - started
-        rows.append(("turns uploaded", f"{turns} in {upload_s:.0f}s ({turns / upload_s:.0f}/s), "
-                                       f"{len(set(turn_memory.values()))} memories after dedup"))
+    with bench_database(args.keep_db):
+        from django.conf import settings
+        from django.db import connection
+
+        from memories.models import Memory
+
+        saved = Path(settings.ULTRON_DATA_DIR) / "bench" / f"locomo-turns-{args.keep_db}.json"
+        if args.keep_db and saved.exists() and Memory.objects.exists():
+            turn_memory = {tuple(k.split("|", 1)): v for k, v in json.loads(saved.read_text()).items()}
+            rows.append(("turns", f"{len(turn_memory)} from the kept database {args.keep_db}"))
+        else:
+            turn_memory = upload_turns(data, rows)
+            if args.keep_db:
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                saved.write_text(json.dumps({"|".join(k): v for k, v in turn_memory.items()}))
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE memories_memory")  # what autovacuum does after a load
         questions = [(sample["sample_id"], q) for sample in data for q in sample["qa"]
                      if q.get("evidence") and q.get("category") in (1, 2, 3, 4)]
         texts = [r.text for r in redact_many([q["question"] for _, q in questions])]

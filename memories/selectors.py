@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,6 +14,7 @@ from django.db.models import Count
 from pgvector.django import CosineDistance
 
 from memories.models import EmbeddingSpace, Memory, MemoryType, Status, Tier
+from memories.text import details_conflict, memory_body
 
 _LIST_FIELDS_DEFERRED = ("embedding", "search_vector")
 
@@ -41,14 +42,17 @@ def embedding_space_get() -> EmbeddingSpace | None:
 
 
 def memory_find_duplicate(
-    *, memory_type: str, body_hash: str, vector: list[float], verdicts: dict[Any, bool]
+    *, memory_type: str, body_hash: str, vector: list[float], verdicts: dict[Any, bool], body: str = ""
 ) -> DuplicateMatch | None:
     """Find the active memory of the same type that a new upload duplicates (SPEC §4.5).
 
     Exact body hash first; then the nearest neighbours through the per-type partial HNSW
-    index: similarity >= ULTRON_DUPLICATE_THRESHOLD is a duplicate; within the soft band the
-    LLM's verdict (``verdicts``, filled in by the caller) decides, and a candidate with no
-    verdict yet comes back with reason ``ask`` when an LLM is configured.
+    index: similarity >= ULTRON_DUPLICATE_THRESHOLD is a duplicate unless the two bodies'
+    details conflict (``details_conflict``: different numbers or versions, one negated,
+    opposite words); within the soft band, and for such a conflicting pair, the LLM's verdict
+    (``verdicts``, filled in by the caller) decides, and a candidate with no verdict yet comes
+    back with reason ``ask`` when an LLM is configured. ``body`` is the upload's text
+    (content, context, resolution joined by newlines).
     """
     from memories.intelligence import llm_available
 
@@ -69,10 +73,12 @@ def memory_find_duplicate(
     can_ask = None
     for candidate in candidates:
         similarity = 1.0 - float(candidate.distance)
-        if similarity >= settings.ULTRON_DUPLICATE_THRESHOLD:
-            return DuplicateMatch(candidate, similarity, "similar")
         if similarity < settings.ULTRON_DUPLICATE_SOFT_THRESHOLD:
             break
+        if similarity >= settings.ULTRON_DUPLICATE_THRESHOLD and not details_conflict(
+            body, memory_body(candidate.content, candidate.context, candidate.resolution)
+        ):
+            return DuplicateMatch(candidate, similarity, "similar")
         verdict = verdicts.get(candidate.pk)
         if verdict is True:
             return DuplicateMatch(candidate, similarity, "llm")
@@ -105,7 +111,6 @@ class SearchHit:
 
 SEARCH_MODES = ("semantic", "keyword", "hybrid")
 RRF_K = 60
-_WORD_RE = re.compile(r"[\w]+", re.UNICODE)
 
 # Candidate lists: the vector side through the HNSW index, the keyword side through the GIN
 # index on the generated tsvector. Each returns (id, rank).
@@ -131,12 +136,12 @@ semantic AS (
 _KEYWORD_CTE = """
 keyword AS (
     SELECT id, row_number() OVER (ORDER BY relevance * factor DESC, id) AS rank FROM (
-        SELECT id, ts_rank_cd(search_vector, to_tsquery('english', %(tsquery)s), 32) AS relevance,
+        SELECT id, ts_rank_cd(search_vector, %(rankquery)s::tsquery, 32) AS relevance,
                {factors} AS factor
         FROM (
             -- at most this many matches are ranked: a bound on the work, whatever the query
             SELECT id, search_vector, tier, last_hit_at, created_at FROM {table}
-            WHERE {where} AND search_vector @@ to_tsquery('english', %(tsquery)s)
+            WHERE {where} AND search_vector @@ %(tsquery)s::tsquery
             LIMIT %(keyword_cap)s
         ) capped
         ORDER BY relevance DESC, id
@@ -164,25 +169,79 @@ def _vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
 
-def keyword_query(text: str) -> str:
-    """A tsquery for the words of ``text``: with one or two words, either; with more, any two
-    of them together. Questions rarely share every word with the memory that answers them, but a
-    memory sharing a single common word ("error", "install") with the query is no match — and an
-    OR of common words would make PostgreSQL rank a large part of the table."""
-    words = [w for w in _WORD_RE.findall(text.lower()) if w.strip("_") and len(w) > 1]
-    words = [w for w in dict.fromkeys(words) if w not in _QUERY_STOPWORDS][:10]
-    if len(words) <= 2:
-        return " | ".join(words)
-    return " | ".join(f"({a} & {b})" for i, a in enumerate(words) for b in words[i + 1 :])
+def keyword_terms(text: str, *, limit: int = 10) -> list[str]:
+    """The query's distinct lexemes in order of first appearance, as the database's English
+    configuration makes them (stemmed, its stop words gone), plus a few more stop words that
+    questions are full of; at most ``limit``."""
+    if not text.strip():
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lexeme FROM unnest(to_tsvector('english', %s)) "
+            "WHERE lexeme <> ALL(%s) AND length(lexeme) > 1 ORDER BY positions[1] LIMIT %s",
+            [text[:4000], _EXTRA_STOPWORDS, limit],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
-# English stop words are dropped by to_tsquery itself; these are dropped first so that they do
-# not use up the pairs.
-_QUERY_STOPWORDS = set("""
-a an the is are was were be been being do does did what which who whom when where why how
-of in on at to for with and or but by from as it its this that these those i you he she we they
-me my your his her our their there here not no yes can could would should will shall may might
-""".split())
+# Stems that PostgreSQL's English stop list keeps but that carry nothing in a question
+# (and the tails of contractions: you're, I've, we'll).
+_EXTRA_STOPWORDS = ["yes", "could", "would", "may", "might", "shall", "must", "also", "let", "re", "ve", "ll"]
+_STATS_TTL = 300.0
+_stats_cache: dict[str, tuple[float, dict[str, float]]] = {}
+
+
+def lexeme_counts() -> dict[str, float]:
+    """Estimated number of memories containing each of the most common lexemes, from the
+    planner's statistics on the full-text column (``pg_stats`` × the table's row estimate,
+    refreshed by ANALYZE/autovacuum); cached per process for a few minutes. Empty before the
+    table has been analysed."""
+    key = connection.settings_dict["NAME"]
+    cached = _stats_cache.get(key)
+    if cached is not None and time.monotonic() - cached[0] < _STATS_TTL:
+        return cached[1]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+            "FROM pg_stats s JOIN pg_class c ON c.oid = (quote_ident(s.schemaname) || '.' || "
+            "quote_ident(s.tablename))::regclass "
+            "WHERE s.schemaname = current_schema() AND s.tablename = %s AND s.attname = 'search_vector'",
+            [Memory._meta.db_table],
+        )
+        row = cursor.fetchone()
+    counts: dict[str, float] = {}
+    if row and row[0] and row[2] and row[2] > 0:
+        # The frequency array ends with three summary figures: zip stops at the last element.
+        counts = {lexeme: freq * row[2] for lexeme, freq in zip(row[0], row[1], strict=False)}
+    _stats_cache[key] = (time.monotonic(), counts)
+    return counts
+
+
+def selective_terms(terms: list[str]) -> list[str]:
+    """The terms that select keyword matches: those in at most ULTRON_SEARCH_KEYWORD_COMMON_ROWS
+    memories; if fewer than two are, the rarest two. The rest still count in the ranking."""
+    counts = lexeme_counts()
+    limit = settings.ULTRON_SEARCH_KEYWORD_COMMON_ROWS
+    rare = [term for term in terms if counts.get(term, 0.0) <= limit]
+    if len(rare) >= 2 or len(terms) <= 2:
+        return rare or terms
+    rarest = set(sorted(terms, key=lambda term: counts.get(term, 0.0))[:2])
+    return [term for term in terms if term in rarest]
+
+
+def _lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def keyword_query(terms: list[str]) -> str:
+    """A tsquery over lexemes: with one or two, either; with more, any two of them together.
+    Questions rarely share every word with the memory that answers them, but a memory sharing a
+    single common word ("error", "install") with the query is no match — and an OR of common
+    words would make PostgreSQL rank a large part of the table."""
+    quoted = [_lexeme(term) for term in terms]
+    if len(quoted) <= 2:
+        return " | ".join(quoted)
+    return " | ".join(f"({a} & {b})" for i, a in enumerate(quoted) for b in quoted[i + 1 :])
 
 
 def memory_search(
@@ -224,7 +283,8 @@ def memory_search(
     if tags:
         where.append("tags @> %(tags)s::varchar[]")
         params["tags"] = list(tags)
-    tsquery = keyword_query(text) if mode != "semantic" else ""
+    terms = keyword_terms(text) if mode != "semantic" else []
+    tsquery = keyword_query(selective_terms(terms))
     if mode == "keyword" and not tsquery:
         return []
     candidates = max(limit * 4, 40)
@@ -253,6 +313,7 @@ def memory_search(
     params.update(
         query=_vector_literal(vector),
         tsquery=tsquery,
+        rankquery=" | ".join(_lexeme(term) for term in terms),
         candidates=candidates,
         keyword_cap=settings.ULTRON_SEARCH_KEYWORD_CAP,
         limit=limit,

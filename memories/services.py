@@ -19,7 +19,7 @@ from memories.models import EmbeddingSpace, Memory, MemoryContribution, Source, 
 from memories.providers.embeddings import get_embedder
 from memories.redaction import redact_many
 from memories.selectors import DuplicateMatch, embedding_column_dimensions, memory_find_duplicate
-from memories.text import content_hash, embedding_text, normalise_tags
+from memories.text import content_hash, embedding_text, memory_body, normalise_tags
 from ultron_site.models import Agent
 
 logger = logging.getLogger("ultron.memories")
@@ -212,7 +212,8 @@ def memory_upload(
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_dedup_lock_key(memory_type)])
             match = memory_find_duplicate(
-                memory_type=memory_type, body_hash=body_hash, vector=vector, verdicts=verdicts
+                memory_type=memory_type, body_hash=body_hash, vector=vector, verdicts=verdicts,
+                body=memory_body(clean.content, clean.context, clean.resolution),
             )
             if match is not None and match.reason != "ask":
                 memory = _record_duplicate(match, clean, agent=agent, source=source, provenance=provenance)

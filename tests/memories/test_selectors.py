@@ -8,8 +8,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memories import selectors
 from memories.models import Memory, Status, Tier
-from memories.selectors import memory_find_duplicate, memory_search
+from memories.selectors import keyword_terms, memory_find_duplicate, memory_search, selective_terms
 
 pytestmark = pytest.mark.django_db
 
@@ -181,3 +182,39 @@ def test_a_hot_memory_does_not_swamp_a_clearly_better_hybrid_match():
     make(unit(82, query, 0.9), content="pip install fails inside docker", tier=Tier.HOT)
     hits = memory_search(vector=list(query), mode="hybrid", text="EACCES npm global install")
     assert hits[0].id == best.pk
+
+
+def test_keyword_terms_are_the_databases_lexemes_without_stop_words():
+    assert keyword_terms("What have you got for the Docker deploys, again?") == ["got", "docker", "deploy"]
+    assert keyword_terms("   ") == []
+    assert keyword_terms("it's a 'quoted' back\\slash") == ["quot", "back", "slash"]
+
+
+def test_a_query_stop_word_does_not_turn_a_pair_into_a_single_word_match():
+    query = np.array(unit(90))
+    both = make(unit(91), content="docker compose keeps failing on the healthcheck")
+    make(unit(92), content="a docker question for later")  # shares one word only
+    hits = memory_search(vector=list(query), mode="keyword", text="docker compose failing again")
+    assert [h.id for h in hits] == [both.pk]
+
+
+def test_common_terms_rank_but_do_not_select(monkeypatch, settings):
+    settings.ULTRON_SEARCH_KEYWORD_COMMON_ROWS = 100
+    counts = {"error": 5000.0, "instal": 3000.0, "docker": 50.0}
+    monkeypatch.setattr(selectors, "lexeme_counts", lambda: counts)
+    assert selective_terms(["error", "docker", "compos"]) == ["docker", "compos"]
+    # fewer than two rare terms: the two rarest select
+    assert selective_terms(["error", "instal", "docker"]) == ["instal", "docker"]
+    assert selective_terms(["error", "instal"]) == ["error", "instal"]
+
+
+def test_lexeme_counts_come_from_the_planner_statistics():
+    for i in range(60):
+        make(unit(200 + i), content=f"kubernetes ingress note {i}" if i % 2 else f"plain note {i}")
+    selectors._stats_cache.clear()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    counts = selectors.lexeme_counts()
+    selectors._stats_cache.clear()
+    assert counts["note"] == pytest.approx(60, rel=0.05)
+    assert counts["kubernet"] == pytest.approx(30, rel=0.1)

@@ -112,6 +112,38 @@ def test_soft_band_llm_says_no_creates_a_new_memory(agent, settings, openai_llm)
     assert not second.merged
 
 
+# Same error and fix, but a different version: close in embedding space, different advice.
+PIN_OLD = {"content": "pandas import fails with a numpy ABI error; pin numpy to 1.26.4 in requirements",
+           "context": "", "resolution": ""}
+PIN_NEW = {"content": "pandas import fails with a numpy ABI error; pin numpy to 2.0.1 in requirements",
+           "context": "", "resolution": ""}
+
+
+def _typed_similarity(a: dict, b: dict, memory_type: str) -> float:
+    from memories.text import embedding_text
+
+    first, second = services.embed_texts([embedding_text(memory_type, **a), embedding_text(memory_type, **b)])
+    return float(sum(x * y for x, y in zip(first, second, strict=True)))
+
+
+def test_conflicting_details_above_the_threshold_are_not_merged_without_llm(agent):
+    first = memory_upload(**PIN_OLD, agent=agent)
+    assert _typed_similarity(PIN_OLD, PIN_NEW, first.memory.memory_type) >= 0.85  # the rule alone would merge
+    second = memory_upload(**PIN_NEW, agent=agent)
+    assert not second.merged
+    assert Memory.objects.filter(status=Status.ACTIVE).count() == 2
+
+
+def test_conflicting_details_above_the_threshold_go_to_the_llm(agent, openai_llm):
+    openai_llm.script('{"memory_type": "error"}')
+    first = memory_upload(**PIN_OLD, agent=agent)
+    openai_llm.script('{"memory_type": "error"}', '{"same_subject": true}')
+    second = memory_upload(**PIN_NEW, agent=agent)
+    assert second.merged and second.match_reason == "llm" and second.memory.pk == first.memory.pk
+    asked = openai_llm.chat_requests()[-1]
+    assert "2.0.1" in json.dumps(asked) and "1.26.4" in json.dumps(asked)
+
+
 def test_llm_merge_rewrites_the_memory_reembeds_and_clears_pending(agent, openai_llm, django_capture_on_commit_callbacks):
     openai_llm.script('{"memory_type": "error"}')
     first = memory_upload(**ERROR, agent=agent)

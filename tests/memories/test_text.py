@@ -5,6 +5,7 @@ import pytest
 from memories.text import (
     classify_offline,
     content_hash,
+    details_conflict,
     estimate_tokens,
     extractive_l0,
     extractive_l1,
@@ -79,3 +80,28 @@ def test_tags_are_normalised():
         "python", "docker compose"
     ]
     assert len(normalise_tags([f"t{i}" for i in range(20)], max_tags=10, max_chars=64)) == 10
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        ("pin numpy to 1.26 to fix the ABI error", "pin numpy to 2.0 to fix the ABI error", "values"),
+        ("China stocks close lower on Friday", "China stocks close higher on Wednesday", "values"),
+        ("Headlines on Dec 14", "Headlines on July 29", "values"),
+        ("1 person killed in clashes", "Nine killed in clashes", "values"),
+        ("the cache is enabled in production", "the cache is not enabled in production", "negation"),
+        ("the cache is enabled in production", "the cache isn't enabled in production", "negation"),
+        ("KL shares higher at mid-afternoon", "KL shares lower at mid-afternoon", "opposites"),
+        ("enable the feature flag before deploy", "disable the feature flag before deploy", "opposites"),
+        ("部署前开启缓存", "部署前关闭缓存", "opposites"),
+        ("部署前开启缓存", "部署前不开启缓存", "negation"),
+        # no conflict: the same details, reworded or formatted differently
+        ("11,844 abortions were performed last year", "last year 11844 abortions were performed", None),
+        ("retry 3 times then give up", "give up after 3 retries", None),
+        ("upgrade pip to 24.0 to fix the resolver error", "the resolver error goes away with pip 24.0", None),
+        ("use ruff for linting", "ruff is the linter to use; version 0.5", None),  # one side adds a value
+    ],
+)
+def test_details_conflict(first, second, expected):
+    assert details_conflict(first, second) == expected
+    assert details_conflict(second, first) == expected
