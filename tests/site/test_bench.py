@@ -75,3 +75,10 @@ def test_search_bench_smoke():
     figures = _run("bench/search.py", "--n", "600", "--queries", "5", "--base", "200")
     assert figures["n"] == 600 and figures["recall_at_10"] >= 0.9
     assert {"api_p50_ms", "api_p95_ms", "service_p95_ms", "bruteforce_ratio"} <= set(figures)
+
+
+@pytest.mark.skipif(not (EVAL / "paraphrase").exists(), reason="../shared/eval not present")
+def test_memory_bench_smoke():
+    figures = _run("bench/memory.py", "--requests", "2", "--sessions", "1")
+    assert figures["web_peak_mib"] >= figures["web_idle_mib"] > 10
+    assert figures["baseline_mib"] > 10
