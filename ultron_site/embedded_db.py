@@ -35,15 +35,60 @@ def is_running(data_dir: Path) -> bool:
     return bool(info is not None and info.is_running())
 
 
+TUNING_FILE = "ultron.conf"
+_INCLUDE = f"include_if_exists = '{TUNING_FILE}'"
+
+
+def tuning() -> dict[str, str]:
+    """Server settings for the embedded PostgreSQL. initdb's defaults (128 MB of shared
+    buffers) make a million-memory HNSW index live in the OS cache and cost every search page
+    copies; ULTRON_EMBEDDED_PG_SHARED_BUFFERS_MB sets the buffer pool (default 1024)."""
+    from ultron_site.env import env_int
+
+    shared = env_int("ULTRON_EMBEDDED_PG_SHARED_BUFFERS_MB", 1024, minimum=16, maximum=1_048_576)
+    return {
+        "shared_buffers": f"{shared}MB",
+        "effective_cache_size": f"{max(shared * 3, 4096)}MB",
+        "maintenance_work_mem": f"{max(64, min(shared, 2048))}MB",  # HNSW builds, reembed
+    }
+
+
+def _write_tuning(pgdata: Path) -> bool:
+    """Write our settings file and include it from postgresql.conf; True if anything changed."""
+    wanted = "# Written by Ultron Hub (ultron_site/embedded_db.py) on every start.\n" + "".join(
+        f"{key} = '{value}'\n" for key, value in tuning().items()
+    )
+    changed = False
+    target = pgdata / TUNING_FILE
+    if not target.exists() or target.read_text() != wanted:
+        target.write_text(wanted)
+        target.chmod(0o644)
+        changed = True
+    conf = pgdata / "postgresql.conf"
+    text = conf.read_text()
+    if _INCLUDE not in text:
+        conf.write_text(text.rstrip("\n") + f"\n\n# Ultron Hub\n{_INCLUDE}\n")
+        changed = True
+    return changed
+
+
 def ensure_running(data_dir: Path) -> str:
-    """Start the embedded server if needed; return the URI of the hub's database."""
+    """Start the embedded server if needed; return the URI of the hub's database.
+
+    Our settings (``tuning``) are written before a start; on the very first start, right after
+    initdb, the fresh server is restarted once to pick them up."""
     import psycopg
 
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    import pgserver
-
-    server = pgserver.get_server(pgdata_path(data_dir), cleanup_mode=None)
+    pgdata = pgdata_path(data_dir)
+    if (pgdata / "PG_VERSION").exists() and not is_running(data_dir):
+        _write_tuning(pgdata)
+    fresh = not (pgdata / "PG_VERSION").exists()
+    server = _server(pgdata)
+    if fresh and _write_tuning(pgdata):
+        stop(data_dir)
+        server = _server(pgdata)
     admin_uri = server.get_uri()
     with psycopg.connect(admin_uri, autocommit=True) as conn:
         exists = conn.execute(
@@ -52,6 +97,18 @@ def ensure_running(data_dir: Path) -> str:
         if not exists:
             conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
     return server.get_uri(DATABASE_NAME)
+
+
+def _server(pgdata: Path):
+    import pgserver
+    from pgserver.postgres_server import PostgresServer
+
+    # pgserver keeps one handle per data directory for the life of the process, and a handle
+    # does not notice that its server was stopped: forget a stale one so the server is started.
+    key = pgdata.resolve()
+    if key in PostgresServer._instances and not is_running(key.parent):
+        del PostgresServer._instances[key]
+    return pgserver.get_server(pgdata, cleanup_mode=None)
 
 
 def stop(data_dir: Path) -> None:

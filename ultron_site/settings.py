@@ -225,7 +225,7 @@ ULTRON_HOTNESS_WEIGHT = env_float("ULTRON_HOTNESS_WEIGHT", 0.1, minimum=0.0, max
 # Default search mode when the request names none: semantic | keyword | hybrid.
 ULTRON_SEARCH_MODE = env_choice("ULTRON_SEARCH_MODE", "hybrid", ["semantic", "keyword", "hybrid"])
 # Keyword side of search: at most this many full-text matches are ranked per query.
-ULTRON_SEARCH_KEYWORD_CAP = env_int("ULTRON_SEARCH_KEYWORD_CAP", 2000, minimum=50, maximum=1_000_000)
+ULTRON_SEARCH_KEYWORD_CAP = env_int("ULTRON_SEARCH_KEYWORD_CAP", 1000, minimum=50, maximum=1_000_000)
 # A query word found in more than this many memories (the planner's statistics) only ranks the
 # matches, it does not select them: a common word makes the index read a long posting list.
 ULTRON_SEARCH_KEYWORD_COMMON_ROWS = env_int("ULTRON_SEARCH_KEYWORD_COMMON_ROWS", 2000, minimum=100)
