@@ -62,6 +62,14 @@ def bench_database(keep: str | None = None):
         connection.creation.destroy_test_db(original, verbosity=0)
 
 
+def progress(message: str) -> None:
+    """A progress line on stderr (long runs), with the peak RSS so far."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"[{time.strftime('%H:%M:%S')}] {message} (peak RSS {peak:,.0f} MiB)", file=sys.stderr, flush=True)
+
+
 def eval_path(*parts: str) -> Path | None:
     path = EVAL_DIR.joinpath(*parts)
     return path if path.exists() else None
