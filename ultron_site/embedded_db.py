@@ -50,6 +50,9 @@ def tuning() -> dict[str, str]:
         "shared_buffers": f"{shared}MB",
         "effective_cache_size": f"{max(shared * 3, 4096)}MB",
         "maintenance_work_mem": f"{max(64, min(shared, 2048))}MB",  # HNSW builds, reembed
+        # The tier rebalance rewrites many rows in one statement: no forced checkpoints (and
+        # the full-page images after them) in the middle of it.
+        "max_wal_size": "4GB",
     }
 
 
