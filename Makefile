@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) bench/clusters.py --n 10000 --assign 100
 	$(PY) bench/search.py --n 20000 --queries 100
 	$(PY) bench/rebalance.py --n 100000
+	$(PY) bench/memory.py --requests 30 --sessions 2
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
