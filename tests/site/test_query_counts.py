@@ -312,7 +312,7 @@ def test_ingest_job_queries_do_not_grow_with_files(api, agent, django_assert_max
         ])
         segments = TaskSegment.objects.bulk_create([
             TaskSegment(session=s, index=k, start_message=3 * k, end_message=3 * k + 3, topic=f"task {k}",
-                        fingerprint=f"fp{k}", labeling=WorkState.DONE,
+                        fingerprint=f"fp{k}",
                         extraction=WorkState.DONE if k < 2 else WorkState.FAILED,
                         last_error="" if k < 2 else "extraction timed out", attempts=0 if k < 2 else 1)
             for s in sessions for k in range(SEGMENTS_PER_FILE)
