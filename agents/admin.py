@@ -2,19 +2,14 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from ultron_site.models import Agent, ApiToken
-from ultron_site.services import token_issue, token_revoke
+from agents.admin_tools import ReadOnlyTabularInline
+from agents.models import Agent, ApiToken
+from agents.services import token_issue, token_revoke
 
 
-class ApiTokenInline(admin.TabularInline):
+class ApiTokenInline(ReadOnlyTabularInline):
     model = ApiToken
     fields = ("prefix", "label", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Agent)

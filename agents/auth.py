@@ -8,8 +8,8 @@ from datetime import timedelta
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from ultron_site.models import ApiToken
-from ultron_site.services import split_token, token_hash
+from agents.models import ApiToken
+from agents.services import split_token, token_hash
 
 # last_used_at is a convenience for operators; write it at most once a minute per token.
 _LAST_USED_RESOLUTION = timedelta(minutes=1)

@@ -18,6 +18,9 @@ class Agent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # The tables keep the names they had when agents lived in the project package
+        # (migration agents.0001 adopts them without touching the database).
+        db_table = "ultron_site_agent"
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -39,6 +42,7 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "ultron_site_apitoken"
         ordering = ["-created_at"]
 
     def __str__(self) -> str:

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from ultron_site.models import Agent, ApiToken
+from agents.models import Agent, ApiToken
 
 TOKEN_PREFIX = "ult_"
 

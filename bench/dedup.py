@@ -43,7 +43,9 @@ def pr(predicted: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
 
 
 def evaluate(split: str, embedder) -> dict:
-    from memories.text import classify_offline, details_conflict, embedding_text
+    from memories.judgements.classify import classify_offline
+    from memories.judgements.same_subject import details_conflict
+    from memories.text import embedding_text
 
     pairs = load(split)
     types_a = [classify_offline(a) for a, _, _ in pairs]

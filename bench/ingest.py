@@ -31,11 +31,11 @@ def main() -> None:
     files = sorted(p for p in base.rglob("*.jsonl")
                    if args.max_file_mb is None or p.stat().st_size <= args.max_file_mb * 1e6)
     django_setup()
+    from agents.services import agent_create
     from ingestion import services
     from ingestion.models import SegmentMemory, TaskSegment
     from memories.providers.embeddings import get_embedder
     from memories.redaction import redact
-    from ultron_site.services import agent_create
 
     get_embedder().embed(["warm-up"])
     redact("warm-up John Smith")
@@ -53,7 +53,7 @@ def main() -> None:
                                                           f"{lines / accept:,.0f} lines/s"))
         figures["accept_mb_per_s"] = size / 1e6 / accept
         figures["accept_lines_per_s"] = lines / accept
-        steps = [("segmentation", services.sessions_segment), ("metrics", services.segments_label),
+        steps = [("segmentation", services.sessions_segment), ("scoring", services.segments_score),
                  ("extraction", services.segments_extract)]
         for name, step in steps:
             started = time.perf_counter()

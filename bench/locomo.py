@@ -28,8 +28,8 @@ MODES = ("semantic", "keyword", "hybrid")
 
 def upload_turns(data: list[dict], rows: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """Every turn through the upload funnel, tagged with its conversation; turn -> memory id."""
+    from agents.services import agent_create
     from memories.services import memory_upload
-    from ultron_site.services import agent_create
 
     agent = agent_create(name="bench")
     turn_memory: dict[tuple[str, str], str] = {}

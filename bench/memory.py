@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     django_setup()
-    from ultron_site.services import agent_create, token_issue
+    from agents.services import agent_create, token_issue
 
     texts = sts_sentences(args.requests)
     rows: list[tuple[str, str]] = []

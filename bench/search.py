@@ -118,12 +118,12 @@ def main() -> None:
     from django.urls import reverse
     from rest_framework.test import APIClient
 
+    from agents.models import Agent
+    from agents.services import agent_create, token_issue
     from memories.models import Memory
     from memories.providers.embeddings import get_embedder
     from memories.selectors import memory_search
     from memories.services import embedding_space_ensure
-    from ultron_site.models import Agent
-    from ultron_site.services import agent_create, token_issue
 
     rng = np.random.default_rng(11)
     texts = corpus_texts(args.base)

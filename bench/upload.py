@@ -63,9 +63,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     django_setup()
+    from agents.services import agent_create
     from memories.models import Memory
     from memories.providers.embeddings import get_embedder
-    from ultron_site.services import agent_create
 
     clients = [int(c) for c in args.clients.split(",") if c.strip()]
     texts = sts_sentences(args.n * (1 + len(clients)))

@@ -1,8 +1,9 @@
-"""REST API for clusters and skills: agents read, curators trigger and publish."""
+"""REST API for clusters and skills: agents read, curators trigger and publish. Each view
+parses input, calls one service or selector and serializes the result; a missing cluster,
+skill or version is a 404 from the project's exception handler."""
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
@@ -11,61 +12,88 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from clusters import selectors, services
-from clusters.models import KnowledgeCluster, Skill, SkillVersion
-from memories.api import StrictCharField, _service_call
-from memories.redaction import redact
-from memories.services import embed_texts
+from clusters.models import Skill, SkillVersion
+from memories.fields import StrictCharField
 
 
-def _skill(skill: Skill, *, body: bool) -> dict:
-    version = skill.current_version
-    data = {
-        "slug": skill.slug, "name": skill.name, "description": skill.description, "status": skill.status,
-        "version": version.version if version else None, "score": version.score if version else None,
-        "source_cluster": skill.source_cluster_id, "updated_at": skill.updated_at,
-    }
-    if body:
-        data["markdown"] = version.body if version else ""
-        data["memory_ids"] = [str(m) for m in version.memory_ids] if version else []
-    return data
+class SkillSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    status = serializers.CharField()
+    version = serializers.IntegerField(source="current_version.version", allow_null=True, default=None)
+    score = serializers.FloatField(source="current_version.score", allow_null=True, default=None)
+    source_cluster = serializers.IntegerField(source="source_cluster_id", allow_null=True)
+    updated_at = serializers.DateTimeField()
 
 
-def _version(version: SkillVersion) -> dict:
-    return {
-        "version": version.version, "status": version.status, "score": version.score, "reason": version.reason,
-        "name": version.name, "author": version.author, "created_at": version.created_at,
-        "quality": version.quality, "verification": version.verification, "markdown": version.body,
-        "memory_ids": [str(m) for m in version.memory_ids], "cluster": version.cluster_id,
-    }
+class SkillDetailSerializer(SkillSerializer):
+    markdown = serializers.SerializerMethodField()
+    memory_ids = serializers.SerializerMethodField()
+
+    def get_markdown(self, skill: Skill) -> str:
+        return skill.current_version.body if skill.current_version else ""
+
+    def get_memory_ids(self, skill: Skill) -> list[str]:
+        return [str(m) for m in skill.current_version.memory_ids] if skill.current_version else []
+
+
+class SkillVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    status = serializers.CharField()
+    score = serializers.FloatField()
+    reason = serializers.CharField()
+    name = serializers.CharField()
+    author = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    quality = serializers.JSONField()
+    verification = serializers.JSONField()
+    markdown = serializers.CharField(source="body")
+    memory_ids = serializers.SerializerMethodField()
+    cluster = serializers.IntegerField(source="cluster_id", allow_null=True)
+
+    def get_memory_ids(self, version: SkillVersion) -> list[str]:
+        return [str(m) for m in version.memory_ids]
+
+
+class ClusterMemberSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="pk")
+    memory_type = serializers.CharField()
+    tier = serializers.CharField()
+    hit_count = serializers.IntegerField()
+    summary_l0 = serializers.CharField()
 
 
 class ClusterListApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        min_size = serializers.IntegerField(min_value=1, default=1)
+
+    @extend_schema(parameters=[FilterSerializer])
     def get(self, request: Request) -> Response:
-        clusters = selectors.cluster_list(min_members=int(request.query_params.get("min_size", 1) or 1))[:500]
+        data = self.FilterSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        clusters = selectors.cluster_list(min_members=data.validated_data["min_size"])[:500]
         return Response({"results": [selectors.cluster_summary(c) for c in clusters]})
 
 
 class ClusterDetailApi(APIView):
     def get(self, request: Request, cluster_id: int) -> Response:
-        cluster = get_object_or_404(KnowledgeCluster.objects.select_related("skill"), pk=cluster_id)
+        cluster = selectors.cluster_get(cluster_id=cluster_id)
         members = selectors.cluster_members(cluster=cluster)[:200]
-        return Response({
-            **selectors.cluster_summary(cluster),
-            "members": [{"id": str(m.pk), "memory_type": m.memory_type, "tier": m.tier, "hit_count": m.hit_count,
-                         "summary_l0": m.summary_l0} for m in members],
-        })
+        return Response({**selectors.cluster_summary(cluster),
+                         "members": ClusterMemberSerializer(members, many=True).data})
 
 
 class ClusterCrystallizeApi(APIView):
     permission_classes = [IsAdminUser]
 
     def post(self, request: Request, cluster_id: int) -> Response:
-        get_object_or_404(KnowledgeCluster, pk=cluster_id)
+        selectors.cluster_get(cluster_id=cluster_id)
         version = services.cluster_crystallize(cluster_id=cluster_id)
-        cluster = KnowledgeCluster.objects.select_related("skill").get(pk=cluster_id)
+        cluster = selectors.cluster_get(cluster_id=cluster_id)
         return Response({
             "cluster": selectors.cluster_summary(cluster),
-            "version": _version(version) if version else None,
+            "version": SkillVersionSerializer(version).data if version else None,
             "skill": cluster.skill.slug if cluster.skill_id else None,
         })
 
@@ -73,19 +101,20 @@ class ClusterCrystallizeApi(APIView):
 class SkillListApi(APIView):
     def get(self, request: Request) -> Response:
         skills = selectors.skill_list(include_unpublished=request.user.is_staff)[:500]
-        return Response({"results": [_skill(s, body=False) for s in skills]})
+        return Response({"results": SkillSerializer(skills, many=True).data})
 
 
 class SkillDetailApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
-        skill = get_object_or_404(selectors.skill_list(include_unpublished=request.user.is_staff), slug=slug)
-        return Response(_skill(skill, body=True))
+        skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff)
+        return Response(SkillDetailSerializer(skill).data)
 
 
 class SkillVersionsApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
-        skill = get_object_or_404(selectors.skill_list(include_unpublished=request.user.is_staff), slug=slug)
-        return Response({"slug": skill.slug, "versions": [_version(v) for v in skill.versions.order_by("-version")]})
+        skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff)
+        versions = selectors.skill_versions(skill=skill)
+        return Response({"slug": skill.slug, "versions": SkillVersionSerializer(versions, many=True).data})
 
 
 class SkillPublishApi(APIView):
@@ -94,9 +123,9 @@ class SkillPublishApi(APIView):
     permission_classes = [IsAdminUser]
 
     def post(self, request: Request, slug: str, version: int) -> Response:
-        row = get_object_or_404(SkillVersion, skill__slug=slug, version=version)
-        services.skill_version_publish(version_id=row.pk)
-        return Response(_version(SkillVersion.objects.get(pk=row.pk)))
+        row = selectors.skill_version_get(slug=slug, version=version)
+        published = services.skill_version_publish(version_id=row.pk)
+        return Response(SkillVersionSerializer(published).data)
 
 
 class SkillSearchApi(APIView):
@@ -108,6 +137,6 @@ class SkillSearchApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        vector = _service_call(embed_texts, texts=[redact(data.validated_data["query"]).text])[0]
-        hits = selectors.skill_search(vector=vector, limit=data.validated_data["limit"])
-        return Response({"results": [{**_skill(s, body=False), "similarity_score": round(sim, 6)} for s, sim in hits]})
+        hits = services.skills_search(**data.validated_data)
+        return Response({"results": [{**SkillSerializer(skill).data, "similarity_score": round(similarity, 6)}
+                                     for skill, similarity in hits]})

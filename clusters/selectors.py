@@ -6,30 +6,67 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
-from clusters.models import KnowledgeCluster, Skill, SkillStatus
+from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
 from memories.models import Memory, Status
+from memories.vectors import vector_literal
 
 
-def cluster_list(*, min_members: int = 1):
+def readiness(cluster: KnowledgeCluster) -> str | None:
+    """``ready`` (no skill yet), ``recrystallize`` (enough new members), or None."""
+    count = cluster.member_count
+    if cluster.skill_id is None:
+        if count < settings.ULTRON_CRYSTALLIZATION_THRESHOLD:
+            return None
+        if cluster.last_crystallization_at and count <= cluster.members_at_last_crystallization:
+            return None  # a failed or insufficient attempt waits for new members
+        return "ready"
+    if count - cluster.members_at_last_crystallization >= settings.ULTRON_RECRYSTALLIZATION_DELTA:
+        return "recrystallize"
+    return None
+
+
+
+
+def cluster_list(*, min_members: int = 1) -> QuerySet[KnowledgeCluster]:
     return KnowledgeCluster.objects.filter(member_count__gte=min_members).select_related("skill").defer("centroid")
 
 
-def cluster_members(*, cluster: KnowledgeCluster):
+def cluster_get(*, cluster_id: int) -> KnowledgeCluster:
+    """One cluster (raises ``KnowledgeCluster.DoesNotExist``)."""
+    return KnowledgeCluster.objects.select_related("skill").defer("centroid").get(pk=cluster_id)
+
+
+def cluster_members(*, cluster: KnowledgeCluster) -> QuerySet[Memory]:
     return (Memory.objects.filter(cluster_member__cluster=cluster, status=Status.ACTIVE)
-            .defer("embedding").order_by("-hit_count", "pk"))
+            .defer("embedding", "search_vector").order_by("-hit_count", "pk"))
 
 
-def skill_list(*, include_unpublished: bool):
+def skill_list(*, include_unpublished: bool) -> QuerySet[Skill]:
     queryset = Skill.objects.select_related("current_version", "source_cluster").defer("embedding")
     if not include_unpublished:
         queryset = queryset.filter(status=SkillStatus.PUBLISHED)
     return queryset
 
 
+def skill_get(*, slug: str, include_unpublished: bool) -> Skill:
+    """One skill by slug, published unless ``include_unpublished`` (raises ``Skill.DoesNotExist``)."""
+    return skill_list(include_unpublished=include_unpublished).get(slug=slug)
+
+
+def skill_versions(*, skill: Skill) -> QuerySet[SkillVersion]:
+    return skill.versions.order_by("-version")
+
+
+def skill_version_get(*, slug: str, version: int) -> SkillVersion:
+    """One version of a skill (raises ``SkillVersion.DoesNotExist``)."""
+    return SkillVersion.objects.select_related("skill").get(skill__slug=slug, version=version)
+
+
 def skill_search(*, vector: list[float], limit: int) -> list[tuple[Skill, float]]:
     """Published skills nearest to ``vector``, through the skills' HNSW index."""
-    literal = "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+    literal = vector_literal(vector)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, limit * 4)}")
         cursor.execute(
@@ -38,13 +75,12 @@ def skill_search(*, vector: list[float], limit: int) -> list[tuple[Skill, float]
             [literal, literal, limit],
         )
         rows = cursor.fetchall()
-    skills = {s.pk: s for s in Skill.objects.filter(pk__in=[r[0] for r in rows]).select_related("current_version")}
+    skills = {s.pk: s for s in Skill.objects.filter(pk__in=[r[0] for r in rows])
+              .select_related("current_version", "source_cluster").defer("embedding")}
     return [(skills[pk], float(similarity)) for pk, similarity in rows if pk in skills]
 
 
 def cluster_summary(cluster: KnowledgeCluster) -> dict[str, Any]:
-    from clusters.services import readiness
-
     return {
         "id": cluster.pk,
         "topic": cluster.topic,

@@ -288,3 +288,8 @@ def verify(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
     if get_llm().available:
         return verify_with_llm(draft, members)
     return verify_offline(draft, members)
+
+
+def search_text(version: Any) -> str:
+    """What a published skill version is embedded as for skill search."""
+    return f"{version.name}\n{version.description}\n{version.body[:2000]}"

@@ -21,7 +21,7 @@ class RawUpload(models.Model):
 
     kind = models.CharField(max_length=8, choices=Kind.choices)
     name = models.CharField(max_length=1000, blank=True)
-    agent = models.ForeignKey("ultron_site.Agent", null=True, on_delete=models.SET_NULL, related_name="raw_uploads")
+    agent = models.ForeignKey("agents.Agent", null=True, on_delete=models.SET_NULL, related_name="raw_uploads")
     size = models.BigIntegerField()
     sha256 = models.CharField(max_length=64)
     content = models.BinaryField(null=True, blank=True)
@@ -63,7 +63,7 @@ class WorkItem(models.Model):
 
 class IngestJob(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    agent = models.ForeignKey("ultron_site.Agent", null=True, on_delete=models.SET_NULL, related_name="ingest_jobs")
+    agent = models.ForeignKey("agents.Agent", null=True, on_delete=models.SET_NULL, related_name="ingest_jobs")
     created_at = models.DateTimeField(auto_now_add=True)
     files = models.JSONField(default=list, help_text="the per-file results returned to the caller")
 
@@ -74,7 +74,7 @@ class IngestJob(models.Model):
 class SessionRecord(WorkItem):
     """One conversation session: (agent, the client's own path/name for it)."""
 
-    agent = models.ForeignKey("ultron_site.Agent", on_delete=models.CASCADE, related_name="sessions")
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="sessions")
     identity = models.CharField(max_length=1000)
     sha256 = models.CharField(max_length=64)
     size = models.BigIntegerField(default=0)
@@ -107,7 +107,7 @@ class TaskSegment(WorkItem):
     metrics = models.JSONField(default=dict, blank=True)
     score = models.FloatField(null=True, blank=True)
     task_type = models.CharField(max_length=32, blank=True)
-    labeling = models.CharField(max_length=8, choices=WorkState.choices, default=WorkState.PENDING)
+    scoring = models.CharField(max_length=8, choices=WorkState.choices, default=WorkState.PENDING)
     extraction = models.CharField(max_length=8, choices=WorkState.choices, default=WorkState.PENDING)
     extracted_items = models.JSONField(
         null=True, blank=True, help_text="what extraction produced, kept so a crash never extracts twice"
@@ -118,9 +118,9 @@ class TaskSegment(WorkItem):
         ordering = ["session", "index"]
         constraints = [models.UniqueConstraint(fields=["session", "fingerprint"], name="segment_fingerprint")]
         indexes = [
-            models.Index(fields=["labeling", "next_attempt_at"], name="segment_labeling"),
-            models.Index(fields=["extraction", "next_attempt_at"], name="segment_extraction",
-                         condition=Q(labeling="done")),
+            models.Index(fields=["scoring", "next_attempt_at"], name="segment_scoring"),
+            models.Index(fields=["extraction", "next_attempt_at"], name="segment_extraction_ready",
+                         condition=Q(scoring="done")),
         ]
 
     def __str__(self) -> str:

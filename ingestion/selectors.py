@@ -6,25 +6,34 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from ingestion.models import IngestJob, SegmentMemory, SessionRecord, WorkState
+from ingestion.models import IngestJob, SegmentMemory, SessionRecord, TaskSegment, WorkState
+
+
+def job_visible(*, job_id: Any, user: Any) -> IngestJob | None:
+    """The ingest job, if ``user`` may see it: its own agent's, or any for curators."""
+    job = IngestJob.objects.filter(pk=job_id).first()
+    agent = getattr(user, "agent", None)
+    if job is None or (not user.is_staff and job.agent_id != getattr(agent, "pk", None)):
+        return None
+    return job
 
 
 def job_progress(*, job: IngestJob) -> dict[str, Any]:
-    """Per-file progress of an ingest job: segmentation, labelling, extraction, errors."""
+    """Per-file progress of an ingest job: segmentation, scoring, extraction, errors."""
     ids = [f["session_id"] for f in job.files if f.get("session_id")]
     sessions = (
         SessionRecord.objects.filter(pk__in=ids)
         .annotate(
             n_segments=Count("segments", distinct=True),
-            n_labelled=Count("segments", filter=Q(segments__labeling=WorkState.DONE), distinct=True),
-            n_eligible=Count("segments", filter=Q(segments__labeling=WorkState.DONE,
+            n_scored=Count("segments", filter=Q(segments__scoring=WorkState.DONE), distinct=True),
+            n_eligible=Count("segments", filter=Q(segments__scoring=WorkState.DONE,
                                                   segments__extraction__in=[WorkState.PENDING, WorkState.FAILED,
                                                                             WorkState.PARKED])
                              | Q(segments__extracted_items__isnull=False, segments__score__isnull=False), distinct=True),
             n_extracted=Count("segments", filter=Q(segments__extraction=WorkState.DONE), distinct=True),
-            n_failed=Count("segments", filter=Q(segments__labeling=WorkState.FAILED)
+            n_failed=Count("segments", filter=Q(segments__scoring=WorkState.FAILED)
                            | Q(segments__extraction=WorkState.FAILED), distinct=True),
-            n_parked=Count("segments", filter=Q(segments__labeling=WorkState.PARKED)
+            n_parked=Count("segments", filter=Q(segments__scoring=WorkState.PARKED)
                            | Q(segments__extraction=WorkState.PARKED), distinct=True),
         )
     )
@@ -33,8 +42,14 @@ def job_progress(*, job: IngestJob) -> dict[str, Any]:
         SegmentMemory.objects.filter(segment__session_id__in=ids).values_list("segment__session_id")
         .annotate(n=Count("memory_id", distinct=True))
     )
+    # Segments with an error, all sessions in one query (at most 20 shown per file).
+    failing: dict[int, list[TaskSegment]] = {}
+    for segment in (TaskSegment.objects.filter(session_id__in=ids).exclude(last_error="")
+                    .only("session_id", "index", "attempts", "last_error", "scoring", "extraction")
+                    .order_by("session_id", "index")):
+        failing.setdefault(segment.session_id, []).append(segment)
     files = []
-    totals = {"segments": 0, "labelled": 0, "extracted": 0, "memories": 0, "errors": 0, "parked": 0}
+    totals = {"segments": 0, "scored": 0, "extracted": 0, "memories": 0, "errors": 0, "parked": 0}
     for item in job.files:
         entry = {"name": item["name"], "status": item["status"], "session_id": item.get("session_id")}
         session = by_id.get(item.get("session_id"))
@@ -42,19 +57,18 @@ def job_progress(*, job: IngestJob) -> dict[str, Any]:
             errors = []
             if session.last_error:
                 errors.append({"stage": "segmentation", "attempts": session.attempts, "error": session.last_error})
-            for segment in session.segments.exclude(last_error="").only("index", "attempts", "last_error", "labeling",
-                                                                          "extraction")[:20]:
+            for segment in failing.get(session.pk, [])[:20]:
                 errors.append({"stage": f"segment {segment.index}", "attempts": segment.attempts,
                                "error": segment.last_error,
-                               "parked": WorkState.PARKED in (segment.labeling, segment.extraction)})
+                               "parked": WorkState.PARKED in (segment.scoring, segment.extraction)})
             entry.update(
                 segmentation=session.segmentation,
-                segments=session.n_segments, labelled=session.n_labelled, extracted=session.n_extracted,
+                segments=session.n_segments, scored=session.n_scored, extracted=session.n_extracted,
                 memories=memories.get(session.pk, 0), failed=session.n_failed, parked=session.n_parked,
                 errors=errors,
             )
             totals["segments"] += session.n_segments
-            totals["labelled"] += session.n_labelled
+            totals["scored"] += session.n_scored
             totals["extracted"] += session.n_extracted
             totals["memories"] += memories.get(session.pk, 0)
             totals["errors"] += len(errors)
@@ -63,7 +77,7 @@ def job_progress(*, job: IngestJob) -> dict[str, Any]:
     pending = any(
         f.get("segmentation") in (WorkState.PENDING, WorkState.FAILED)
         or (f.get("segments", 0) and f.get("extracted", 0) + f.get("parked", 0) < f.get("segments", 0)
-            and f.get("labelled", 0) < f.get("segments", 0))
+            and f.get("scored", 0) < f.get("segments", 0))
         for f in files
     )
     return {"job_id": str(job.pk), "created_at": job.created_at, "done": not pending, **totals, "files": files}

@@ -15,8 +15,8 @@ def segmentation_step() -> dict[str, int]:
     return services.sessions_segment()
 
 
-def metrics_step() -> dict[str, int]:
-    return services.segments_label()
+def scoring_step() -> dict[str, int]:
+    return services.segments_score()
 
 
 def extraction_step() -> dict[str, int]:

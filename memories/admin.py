@@ -5,29 +5,13 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from agents.admin_tools import ReadOnlyAdmin, ReadOnlyTabularInline
 from memories.models import EmbeddingSpace, Memory, MemoryContribution
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-
-class ContributionInline(admin.TabularInline):
+class ContributionInline(ReadOnlyTabularInline):
     model = MemoryContribution
     fields = ("created_at", "agent", "match_reason", "similarity", "content", "merged_at")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Memory)

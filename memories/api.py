@@ -1,59 +1,24 @@
-"""REST API of the memory service: one view per operation, validating and calling services."""
+"""REST API of the memory service: each view parses input, calls one service or selector and
+serializes the result. Service errors (bad input, a mismatched embedding space) are turned
+into responses by the project's one exception handler."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import selectors, services
-from memories.models import Memory, MemoryType, Status, Tier
-from memories.redaction import redact
-from memories.text import normalise_tags
-
-
-class EmbeddingUnavailable(APIException):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_code = "embedding_unavailable"
-    default_detail = "The embedding model is unavailable."
-
-
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers, booleans and other non-strings instead of coercing."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        if "\x00" in data:
-            raise ValidationError("must not contain NUL characters")
-        return super().to_internal_value(data)
+from memories.fields import StrictCharField, tags_field
+from memories.models import MemoryType, Status, Tier
 
 
 def _agent(request: Request):
     return getattr(request.user, "agent", None)
-
-
-def _service_call(func, **kwargs):
-    try:
-        return func(**kwargs)
-    except services.MemoryInputError as exc:
-        raise ValidationError({exc.field: [exc.message]}) from None
-    except services.EmbeddingSpaceMismatch as exc:
-        raise EmbeddingUnavailable(str(exc)) from None
-
-
-def _tags_field() -> serializers.ListField:
-    return serializers.ListField(
-        child=StrictCharField(max_length=settings.ULTRON_MAX_TAG_CHARS, allow_blank=True),
-        required=False,
-        max_length=100,
-    )
 
 
 class MemoryUploadApi(APIView):
@@ -61,37 +26,49 @@ class MemoryUploadApi(APIView):
         content = StrictCharField(max_length=settings.ULTRON_MAX_CONTENT_CHARS)
         context = StrictCharField(max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
         resolution = StrictCharField(max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
-        tags = _tags_field()
+        tags = tags_field()
 
     class OutputSerializer(serializers.Serializer):
-        id = serializers.UUIDField()
-        memory_type = serializers.CharField()
-        tier = serializers.CharField()
-        status = serializers.CharField()
-        hit_count = serializers.IntegerField()
+        id = serializers.UUIDField(source="memory.pk")
+        memory_type = serializers.CharField(source="memory.memory_type")
+        tier = serializers.CharField(source="memory.tier")
+        status = serializers.CharField(source="memory.status")
+        hit_count = serializers.IntegerField(source="memory.hit_count")
         merged = serializers.BooleanField()
-        merge_pending = serializers.BooleanField()
-        similarity_score = serializers.FloatField(allow_null=True)
+        merge_pending = serializers.BooleanField(source="memory.merge_pending")
+        similarity_score = serializers.FloatField(source="similarity", allow_null=True)
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 200: OutputSerializer})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = _service_call(services.memory_upload, agent=_agent(request), **data.validated_data)
-        memory = result.memory
-        body = self.OutputSerializer(
-            {
-                "id": memory.pk,
-                "memory_type": memory.memory_type,
-                "tier": memory.tier,
-                "status": memory.status,
-                "hit_count": memory.hit_count,
-                "merged": result.merged,
-                "merge_pending": memory.merge_pending,
-                "similarity_score": result.similarity,
-            }
-        ).data
-        return Response(body, status=status.HTTP_200_OK if result.merged else status.HTTP_201_CREATED)
+        result = services.memory_upload(agent=_agent(request), **data.validated_data)
+        return Response(self.OutputSerializer(result).data,
+                        status=status.HTTP_200_OK if result.merged else status.HTTP_201_CREATED)
+
+
+class SearchHitSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    memory_type = serializers.CharField()
+    tier = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    hit_count = serializers.IntegerField()
+    summary_l0 = serializers.CharField()
+    similarity_score = serializers.SerializerMethodField()
+    score = serializers.SerializerMethodField()
+    overview_l1 = serializers.CharField(required=False)
+    context = serializers.CharField(required=False)
+
+    def __init__(self, *args, detail_level: str = "l1", **kwargs):
+        super().__init__(*args, **kwargs)
+        if detail_level != "l1":
+            del self.fields["overview_l1"], self.fields["context"]
+
+    def get_similarity_score(self, hit: selectors.SearchHit) -> float:
+        return round(hit.similarity, 6)
+
+    def get_score(self, hit: selectors.SearchHit) -> float:
+        return round(hit.score, 6)
 
 
 class MemorySearchApi(APIView):
@@ -101,7 +78,7 @@ class MemorySearchApi(APIView):
         limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
         memory_type = serializers.ChoiceField(choices=MemoryType.values, required=False)
         tier = serializers.ChoiceField(choices=Tier.values, required=False)
-        tags = _tags_field()
+        tags = tags_field()
         min_score = serializers.FloatField(required=False, default=0.0, min_value=-10.0, max_value=10.0)
         mode = serializers.ChoiceField(choices=list(selectors.SEARCH_MODES), required=False)
 
@@ -109,65 +86,32 @@ class MemorySearchApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        params = data.validated_data
-        query = redact(params["query"]).text
-        vector = _service_call(services.embed_texts, texts=[query])[0]
-        tags = normalise_tags(
-            params.get("tags") or [], max_tags=settings.ULTRON_MAX_TAGS, max_chars=settings.ULTRON_MAX_TAG_CHARS
-        )
-        hits = selectors.memory_search(
-            vector=vector,
-            limit=params["limit"],
-            memory_type=params.get("memory_type"),
-            tier=params.get("tier"),
-            tags=tags,
-            min_score=params["min_score"],
-            mode=params.get("mode") or settings.ULTRON_SEARCH_MODE,
-            text=query,
-        )
-        services.memory_hits_record(ids=[hit.id for hit in hits], amount=services.SEARCH_HIT)
-        detail_l1 = params["detail_level"] == "l1"
-        results = []
-        for hit in hits:
-            item: dict[str, Any] = {
-                "id": str(hit.id),
-                "memory_type": hit.memory_type,
-                "tier": hit.tier,
-                "tags": hit.tags,
-                "hit_count": hit.hit_count + services.SEARCH_HIT,
-                "summary_l0": hit.summary_l0,
-                "similarity_score": round(hit.similarity, 6),
-                "score": round(hit.score, 6),
-            }
-            if detail_l1:
-                item["overview_l1"] = hit.overview_l1
-                item["context"] = hit.context
-            results.append(item)
-        return Response({"results": results, "count": len(results),
-                         "mode": params.get("mode") or settings.ULTRON_SEARCH_MODE})
+        params = dict(data.validated_data)
+        detail_level = params.pop("detail_level")
+        outcome = services.memories_search(**params)
+        results = SearchHitSerializer(outcome.hits, many=True, detail_level=detail_level).data
+        return Response({"results": results, "count": len(results), "mode": outcome.mode})
 
 
-def memory_full(memory: Memory) -> dict[str, Any]:
-    return {
-        "id": str(memory.pk),
-        "content": memory.content,
-        "context": memory.context,
-        "resolution": memory.resolution,
-        "tags": memory.tags,
-        "memory_type": memory.memory_type,
-        "tier": memory.tier,
-        "status": memory.status,
-        "hit_count": memory.hit_count,
-        "last_hit_at": memory.last_hit_at,
-        "summary_l0": memory.summary_l0,
-        "overview_l1": memory.overview_l1,
-        "merge_pending": memory.merge_pending,
-        "redactions": memory.redaction_counts,
-        "agent": memory.agent.name if memory.agent else None,
-        "source": memory.source,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-    }
+class MemoryRecordSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="pk")
+    content = serializers.CharField()
+    context = serializers.CharField()
+    resolution = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    memory_type = serializers.CharField()
+    tier = serializers.CharField()
+    status = serializers.CharField()
+    hit_count = serializers.IntegerField()
+    last_hit_at = serializers.DateTimeField(allow_null=True)
+    summary_l0 = serializers.CharField()
+    overview_l1 = serializers.CharField()
+    merge_pending = serializers.BooleanField()
+    redactions = serializers.DictField(source="redaction_counts", child=serializers.IntegerField())
+    agent = serializers.CharField(source="agent.name", allow_null=True, default=None)
+    source = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
 
 
 class MemoryDetailsApi(APIView):
@@ -178,16 +122,9 @@ class MemoryDetailsApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        ids = list(dict.fromkeys(data.validated_data["ids"]))
-        memories = selectors.memory_details(ids=ids)
-        services.memory_hits_record(ids=[m.pk for m in memories], amount=services.DETAILS_HIT)
-        found = {m.pk for m in memories}
-        out = []
-        for memory in memories:
-            record = memory_full(memory)
-            record["hit_count"] += services.DETAILS_HIT
-            out.append(record)
-        return Response({"memories": out, "missing": [str(i) for i in ids if i not in found]})
+        memories, missing = services.memories_read(ids=data.validated_data["ids"])
+        return Response({"memories": MemoryRecordSerializer(memories, many=True).data,
+                         "missing": [str(i) for i in missing]})
 
 
 class MemoryStatsApi(APIView):
@@ -204,6 +141,16 @@ class MemoryListApi(APIView):
         limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
         offset = serializers.IntegerField(min_value=0, default=0)
 
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.UUIDField(source="pk")
+        memory_type = serializers.CharField()
+        tier = serializers.CharField()
+        status = serializers.CharField()
+        tags = serializers.ListField(child=serializers.CharField())
+        hit_count = serializers.IntegerField()
+        summary_l0 = serializers.CharField()
+        created_at = serializers.DateTimeField()
+
     @extend_schema(parameters=[FilterSerializer])
     def get(self, request: Request) -> Response:
         data = self.FilterSerializer(data=request.query_params)
@@ -215,19 +162,8 @@ class MemoryListApi(APIView):
             memory_type=params.get("memory_type"), tier=params.get("tier"),
             status=params["status"], tag=params.get("tag"),
         )
-        total = queryset.count()
         page = queryset[params["offset"] : params["offset"] + params["limit"]]
-        return Response({
-            "count": total,
-            "results": [
-                {
-                    "id": str(m.pk), "memory_type": m.memory_type, "tier": m.tier, "status": m.status,
-                    "tags": m.tags, "hit_count": m.hit_count, "summary_l0": m.summary_l0,
-                    "created_at": m.created_at,
-                }
-                for m in page
-            ],
-        })
+        return Response({"count": queryset.count(), "results": self.OutputSerializer(page, many=True).data})
 
 
 class ContextApi(APIView):
@@ -235,30 +171,25 @@ class ContextApi(APIView):
         query = StrictCharField(max_length=4000, required=False, allow_blank=True)
         token_budget = serializers.IntegerField(min_value=50, max_value=32000, default=2000)
         memory_type = serializers.ChoiceField(choices=MemoryType.values, required=False)
-        tags = _tags_field()
+        tags = tags_field()
+
+    class BlockSerializer(serializers.Serializer):
+        id = serializers.UUIDField()
+        section = serializers.CharField()
+        tokens = serializers.IntegerField()
 
     @extend_schema(request=InputSerializer)
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
-        query = (params.get("query") or "").strip()
-        vector = _service_call(services.embed_texts, texts=[redact(query).text])[0] if query else None
-        tags = normalise_tags(
-            params.get("tags") or [], max_tags=settings.ULTRON_MAX_TAGS, max_chars=settings.ULTRON_MAX_TAG_CHARS
-        )
-        assembled = selectors.context_assemble(
-            vector=vector, token_budget=params["token_budget"],
-            memory_type=params.get("memory_type"), tags=tags, text=redact(query).text,
-        )
-        # Only memories chosen for this query count as hits: HOT ones are included for every
-        # caller, and counting them would keep them HOT forever.
-        services.memory_hits_record(
-            ids=[b.id for b in assembled.blocks if b.section == "relevant"], amount=services.SEARCH_HIT
+        assembled = services.context_build(
+            query=params.get("query") or "", token_budget=params["token_budget"],
+            memory_type=params.get("memory_type"), tags=params.get("tags"),
         )
         return Response({
             "context": assembled.text,
             "tokens": assembled.tokens,
             "token_budget": params["token_budget"],
-            "memories": [{"id": str(b.id), "section": b.section, "tokens": b.tokens} for b in assembled.blocks],
+            "memories": self.BlockSerializer(assembled.blocks, many=True).data,
         })

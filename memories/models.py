@@ -77,7 +77,7 @@ class Memory(models.Model):
     content_hash = models.CharField(max_length=64)
     merge_pending = models.BooleanField(default=False)
     agent = models.ForeignKey(
-        "ultron_site.Agent",
+        "agents.Agent",
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
@@ -132,7 +132,7 @@ class MemoryContribution(models.Model):
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="contributions")
     agent = models.ForeignKey(
-        "ultron_site.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="contributions"
+        "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="contributions"
     )
     content = models.TextField()
     context = models.TextField(blank=True, default="")

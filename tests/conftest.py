@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from agents.services import agent_create, token_issue
 from tests.fakes import FakeLLMServer
-from ultron_site.services import agent_create, token_issue
 
 FAKE_DASHSCOPE_KEY = "sk-fake-dashscope-key-000000000000"
 

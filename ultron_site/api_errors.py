@@ -1,15 +1,64 @@
-"""One error shape for the whole API: ``{"error": code, "message": text, "field": name?}``."""
+"""One error shape for the whole API: ``{"error": code, "message": text, "field": name?}``.
+
+Services raise their own exceptions (bad memory input, bad ingestion input, a mismatched
+embedding space, a missing row); this handler is the one place that turns them into HTTP
+responses, so views never catch them.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from ingestion.services import IngestError
+from memories.services import EmbeddingSpaceMismatch, MemoryInputError
+
+
+class EmbeddingUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "embedding_unavailable"
+    default_detail = "The embedding model is unavailable."
+
+
+class TooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+
+class Forbidden(exceptions.APIException):
+    status_code = status.HTTP_403_FORBIDDEN
+    default_code = "permission_denied"
+
+
+def _ingest_error(exc: IngestError) -> exceptions.APIException:
+    if exc.status == 413:
+        return TooLarge(exc.message)
+    if exc.status == 403:
+        return Forbidden(exc.message)
+    if exc.status == 404:
+        return exceptions.NotFound(exc.message)
+    return exceptions.ValidationError({exc.field or "non_field_errors": [exc.message]})
+
+
+def _translate(exc: Exception) -> Exception:
+    """A service's exception as the API exception it answers with."""
+    if isinstance(exc, MemoryInputError):
+        return exceptions.ValidationError({exc.field: [exc.message]})
+    if isinstance(exc, EmbeddingSpaceMismatch):
+        return EmbeddingUnavailable(str(exc))
+    if isinstance(exc, IngestError):
+        return _ingest_error(exc)
+    if isinstance(exc, DjangoValidationError):
+        return exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    if isinstance(exc, (Http404, ObjectDoesNotExist)):
+        return exceptions.NotFound()
+    return exc
 
 
 def _first_message(detail: Any, path: str = "") -> tuple[str, str]:
@@ -34,10 +83,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
             {"error": "too_large", "message": "The request body is too large."},
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
-    if isinstance(exc, DjangoValidationError):
-        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
-    if isinstance(exc, Http404):
-        exc = exceptions.NotFound()
+    exc = _translate(exc)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

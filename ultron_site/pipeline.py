@@ -1,7 +1,7 @@
-"""The scheduled pipeline (SPEC §11): one django-q2 schedule runs the steps in order.
+"""The scheduled pipeline (docs/flow.md#the-scheduled-pipeline): one django-q2 schedule runs the steps in order.
 
 Each step is a plain function (also runnable alone with ``manage.py run_pipeline --step``).
-Order: segmentation, metrics, extraction, merge retry, tier rebalance, crystallization,
+Order: segmentation, scoring, extraction, merge retry, tier rebalance, crystallization,
 consolidation (off by default).
 """
 
@@ -22,7 +22,7 @@ SCHEDULE_NAME = "ultron-pipeline"
 # (step name, dotted path of a function taking no arguments and returning a dict of counts)
 STEPS: list[tuple[str, str]] = [
     ("segmentation", "ingestion.tasks.segmentation_step"),
-    ("metrics", "ingestion.tasks.metrics_step"),
+    ("scoring", "ingestion.tasks.scoring_step"),
     ("extraction", "ingestion.tasks.extraction_step"),
     ("merge_retry", "memories.tasks.merge_retry_step"),
     ("tier_rebalance", "memories.tasks.tier_rebalance_step"),
@@ -65,7 +65,7 @@ def schedule_register() -> None:
     """Create or update the pipeline's schedule (idempotent, by name)."""
     from django_q.models import Schedule
 
-    minutes = max(1, int(round(settings.ULTRON_DECAY_INTERVAL_HOURS * 60)))
+    minutes = max(1, int(round(settings.ULTRON_PIPELINE_INTERVAL_HOURS * 60)))
     Schedule.objects.update_or_create(
         name=SCHEDULE_NAME,
         defaults={

@@ -15,6 +15,8 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 
+from memories.providers.cache import ProviderCache
+
 logger = logging.getLogger("ultron.embeddings")
 
 
@@ -247,8 +249,19 @@ class _Key:
     timeout: float
 
 
-_cache: dict[_Key, Embedder] = {}
-_cache_lock = threading.Lock()
+_cache: ProviderCache[Embedder] = ProviderCache()
+
+
+def _build(key: _Key) -> Embedder:
+    if key.provider == "dashscope":
+        return DashScopeEmbedder(
+            api_key=key.api_key,
+            model=key.model,
+            dimensions=key.dimensions,
+            base_url=key.base_url,
+            timeout=key.timeout,
+        )
+    return LocalEmbedder()
 
 
 def get_embedder() -> Embedder:
@@ -261,18 +274,4 @@ def get_embedder() -> Embedder:
         settings.DASHSCOPE_BASE_URL,
         settings.ULTRON_LLM_TIMEOUT_SECONDS,
     )
-    with _cache_lock:
-        embedder = _cache.get(key)
-        if embedder is None:
-            if key.provider == "dashscope":
-                embedder = DashScopeEmbedder(
-                    api_key=key.api_key,
-                    model=key.model,
-                    dimensions=key.dimensions,
-                    base_url=key.base_url,
-                    timeout=key.timeout,
-                )
-            else:
-                embedder = LocalEmbedder()
-            _cache[key] = embedder
-        return embedder
+    return _cache.get(key, lambda: _build(key))

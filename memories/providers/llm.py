@@ -12,7 +12,6 @@ import json
 import logging
 import random
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 from django.conf import settings
+
+from memories.providers.cache import ProviderCache
 
 logger = logging.getLogger("ultron.llm")
 
@@ -212,8 +213,18 @@ class _Key:
     timeout: float
 
 
-_cache: dict[_Key, LLMClient] = {}
-_cache_lock = threading.Lock()
+_cache: ProviderCache[LLMClient] = ProviderCache()
+
+
+def _build(key: _Key) -> LLMClient:
+    transport: Transport | None
+    if key.provider == "dashscope":
+        transport = DashScopeTransport(api_key=key.dashscope_key, model=key.model, base_url=key.dashscope_url)
+    elif key.provider == "openai":
+        transport = OpenAICompatibleTransport(base_url=key.openai_url, api_key=key.openai_key, model=key.model)
+    else:
+        transport = None
+    return LLMClient(transport, attempts=key.attempts, backoff=key.backoff, timeout=key.timeout)
 
 
 def get_llm() -> LLMClient:
@@ -229,22 +240,4 @@ def get_llm() -> LLMClient:
         settings.ULTRON_LLM_BACKOFF_SECONDS,
         settings.ULTRON_LLM_TIMEOUT_SECONDS,
     )
-    with _cache_lock:
-        client = _cache.get(key)
-        if client is None:
-            transport: Transport | None
-            if key.provider == "dashscope":
-                transport = DashScopeTransport(
-                    api_key=key.dashscope_key, model=key.model, base_url=key.dashscope_url
-                )
-            elif key.provider == "openai":
-                transport = OpenAICompatibleTransport(
-                    base_url=key.openai_url, api_key=key.openai_key, model=key.model
-                )
-            else:
-                transport = None
-            client = LLMClient(
-                transport, attempts=key.attempts, backoff=key.backoff, timeout=key.timeout
-            )
-            _cache[key] = client
-        return client
+    return _cache.get(key, lambda: _build(key))

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from clusters import services
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillStatus, SkillVersion
+from clusters.services import crystallize
 from clusters.skills import slug_base
 from memories.models import Memory, Status
 from memories.services import memory_archive, memory_delete, memory_restore, tiers_rebalance
@@ -270,8 +271,8 @@ def test_slug_rules(name, slug):
 def test_slug_collisions_are_suffixed():
     Skill.objects.create(slug="docker-networking", name="a")
     Skill.objects.create(slug="docker-networking-2", name="b")
-    assert services._unique_slug("docker-networking") == "docker-networking-3"
-    assert len(services._unique_slug("y" * 50)) <= 50
+    assert crystallize._unique_slug("docker-networking") == "docker-networking-3"
+    assert len(crystallize._unique_slug("y" * 50)) <= 50
 
 
 def test_api_permissions_and_reads(api, curator_api):

@@ -6,10 +6,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from agents.services import agent_create
 from ingestion.models import RawUpload, SessionRecord
 from memories.models import Memory
 from tests.ingestion.test_services import DOCKER_TASK, jsonl
-from ultron_site.services import agent_create
 
 pytestmark = pytest.mark.django_db
 

@@ -12,6 +12,7 @@ from ingestion import services
 from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegment, WorkState
 from ingestion.parsing import parse_jsonl
 from ingestion.segmentation import segment_offline, validate_spans
+from ingestion.services import pipeline, work
 from memories.models import Memory, Status
 from memories.providers.llm import InvalidReply
 
@@ -62,7 +63,7 @@ def test_a_new_session_is_archived_segmented_scored_and_extracted(agent):
     segments = list(TaskSegment.objects.filter(session=session).order_by("index"))
     assert len(segments) == 2
     assert segments[0].topic.startswith("pip install fails")
-    assert segments[0].labeling == WorkState.DONE and segments[0].score >= 0.7
+    assert segments[0].scoring == WorkState.DONE and segments[0].score >= 0.7
     assert segments[0].task_type == "debugging"
     links = SegmentMemory.objects.filter(segment=segments[0]).select_related("memory")
     contents = [link.memory.content for link in links]
@@ -162,7 +163,7 @@ def test_llm_extraction_failure_never_marks_a_segment_done(agent, openai_llm, se
     )
     process(result)
     segment = TaskSegment.objects.get()
-    assert segment.labeling == WorkState.DONE and segment.extraction == WorkState.FAILED
+    assert segment.scoring == WorkState.DONE and segment.extraction == WorkState.FAILED
     assert segment.attempts == 1 and segment.last_error and segment.extracted_items is None
     assert Memory.objects.count() == 0
 
@@ -183,8 +184,8 @@ def test_a_crash_mid_extraction_resumes_without_losing_or_doubling(agent, openai
         *(['{"summary_l0": "s", "overview_l1": "o"}'] * 10),
     )
     services.session_segment(session_id=result.session_id)
-    services.segments_label()
-    real_upload = services.memory_services.memory_upload
+    services.segments_score()
+    real_upload = pipeline.memory_services.memory_upload
     calls = {"n": 0}
 
     def crashing_upload(**kwargs):
@@ -193,12 +194,12 @@ def test_a_crash_mid_extraction_resumes_without_losing_or_doubling(agent, openai
             raise KeyboardInterrupt("worker killed")  # not an Exception: nothing catches it
         return real_upload(**kwargs)
 
-    monkeypatch.setattr(services.memory_services, "memory_upload", crashing_upload)
+    monkeypatch.setattr(pipeline.memory_services, "memory_upload", crashing_upload)
     segment = TaskSegment.objects.get()
     with pytest.raises(KeyboardInterrupt):
         services.segment_extract(segment_id=segment.pk)
     assert Memory.objects.count() == 1 and SegmentMemory.objects.count() == 1
-    monkeypatch.setattr(services.memory_services, "memory_upload", real_upload)
+    monkeypatch.setattr(pipeline.memory_services, "memory_upload", real_upload)
     TaskSegment.objects.filter(pk=segment.pk).update(lease_until=None)  # the dead worker's lease
     assert services.segments_extract()["extracted"] == 1
     assert SegmentMemory.objects.count() == 3 and Memory.objects.count() == 3
@@ -224,7 +225,7 @@ def test_two_workers_never_claim_the_same_session(agent):
 
     def worker():
         barrier.wait()
-        claimed.append(services._claim(SessionRecord.objects.filter(segmentation=WorkState.PENDING), 5))
+        claimed.append(work.claim(SessionRecord.objects.filter(segmentation=WorkState.PENDING), 5))
         connection.close()
 
     threads = [threading.Thread(target=worker) for _ in range(2)]
@@ -248,7 +249,7 @@ def test_two_workers_running_the_pipeline_do_everything_once(agent):
         try:
             services.sessions_segment(limit=2)
             services.sessions_segment(limit=2)
-            services.segments_label()
+            services.segments_score()
             services.segments_extract()
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -290,7 +291,7 @@ def test_text_ingest_falls_back_to_rules_when_the_llm_fails(agent, openai_llm):
 
 
 def test_raw_archive_can_store_redacted_text(agent, settings, django_capture_on_commit_callbacks):
-    settings.RAW_ARCHIVE_REDACT = True
+    settings.ULTRON_RAW_ARCHIVE_REDACT = True
     rows = [{"role": "user", "content": "my key is sk-0a1b2c3d4e5f60718293a4b5c6d7e8f9, fix auth"},
             {"role": "assistant", "content": "Rotate it."}]
     result = ingest(agent, rows)
@@ -361,7 +362,7 @@ def test_the_real_sessions_go_through_offline(agent):
         process(result)
     assert SessionRecord.objects.filter(segmentation=WorkState.DONE).count() == len(files)
     assert not TaskSegment.objects.exclude(last_error="").exists()
-    assert TaskSegment.objects.filter(labeling=WorkState.DONE).count() == TaskSegment.objects.count()
+    assert TaskSegment.objects.filter(scoring=WorkState.DONE).count() == TaskSegment.objects.count()
     assert Memory.objects.filter(source="segment").exists()
 
 

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from memories import intelligence
+from memories.judgements.classify import classify
+from memories.judgements.summarize import summarize
 from memories.providers.embeddings import DashScopeEmbedder, get_embedder
 from memories.providers.llm import (
     InvalidReply,
@@ -84,7 +85,7 @@ def test_offline_client_is_unavailable():
 
 def test_dashscope_generation_through_the_real_sdk(dashscope_llm):
     dashscope_llm.script('{"memory_type": "security"}')
-    assert intelligence.classify("something vague", "", "") == "security"
+    assert classify("something vague", "", "") == "security"
     request = dashscope_llm.chat_requests()[0]
     assert request["path"] == "/api/v1/services/aigc/text-generation/generation"
     assert request["body"]["model"] == "qwen3.6-flash"
@@ -94,13 +95,13 @@ def test_dashscope_generation_through_the_real_sdk(dashscope_llm):
 
 def test_dashscope_errors_fall_back_to_rules(dashscope_llm, settings):
     dashscope_llm.script((500, {"code": "InternalError", "message": "x"}), "garbage", '{"memory_type": "bogus"}')
-    assert intelligence.classify("Traceback: ValueError raised", "", "") == "error"
+    assert classify("Traceback: ValueError raised", "", "") == "error"
     assert len(dashscope_llm.chat_requests()) == 3
 
 
 def test_dashscope_bad_key_falls_back(dashscope_llm, settings):
     settings.DASHSCOPE_API_KEY = "sk-wrong"
-    assert intelligence.classify("I prefer tabs over spaces", "", "") == "preference"
+    assert classify("I prefer tabs over spaces", "", "") == "preference"
 
 
 def test_llm_timeout_is_enforced(openai_llm, settings):
@@ -109,13 +110,13 @@ def test_llm_timeout_is_enforced(openai_llm, settings):
     openai_llm.delay = 1.0
     openai_llm.script('{"memory_type": "security"}', '{"memory_type": "security"}')
     # Both attempts time out: the rules decide.
-    assert intelligence.classify("I prefer tabs over spaces", "", "") == "preference"
+    assert classify("I prefer tabs over spaces", "", "") == "preference"
 
 
 def test_llm_summaries_are_held_to_their_budgets(openai_llm):
     long = " ".join(["word"] * 500)
     openai_llm.script(json.dumps({"summary_l0": long, "overview_l1": long}))
-    l0, l1 = intelligence.summarize("content", "", "")
+    l0, l1 = summarize("content", "", "")
     assert len(l0.split()) <= 66 and len(l1.split()) <= 258
 
 

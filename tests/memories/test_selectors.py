@@ -10,7 +10,13 @@ from django.utils import timezone
 
 from memories import selectors
 from memories.models import Memory, Status, Tier
-from memories.selectors import keyword_terms, memory_find_duplicate, memory_search, selective_terms
+from memories.selectors import (
+    keyword_terms,
+    keywords,
+    memory_find_duplicate,
+    memory_search,
+    selective_terms,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -201,7 +207,7 @@ def test_a_query_stop_word_does_not_turn_a_pair_into_a_single_word_match():
 def test_common_terms_rank_but_do_not_select(monkeypatch, settings):
     settings.ULTRON_SEARCH_KEYWORD_COMMON_ROWS = 100
     counts = {"error": 5000.0, "instal": 3000.0, "docker": 50.0}
-    monkeypatch.setattr(selectors, "lexeme_counts", lambda: counts)
+    monkeypatch.setattr(keywords, "lexeme_counts", lambda: counts)
     assert selective_terms(["error", "docker", "compos"]) == ["docker", "compos"]
     # fewer than two rare terms: the two rarest select
     assert selective_terms(["error", "instal", "docker"]) == ["instal", "docker"]
@@ -211,10 +217,10 @@ def test_common_terms_rank_but_do_not_select(monkeypatch, settings):
 def test_lexeme_counts_come_from_the_planner_statistics():
     for i in range(60):
         make(unit(200 + i), content=f"kubernetes ingress note {i}" if i % 2 else f"plain note {i}")
-    selectors._stats_cache.clear()
+    selectors.lexeme_counts_forget()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memory")
     counts = selectors.lexeme_counts()
-    selectors._stats_cache.clear()
+    selectors.lexeme_counts_forget()
     assert counts["note"] == pytest.approx(60, rel=0.05)
     assert counts["kubernet"] == pytest.approx(30, rel=0.1)

@@ -198,7 +198,7 @@ def test_merge_that_only_changes_tags_does_not_reembed(agent, openai_llm):
     openai_llm.script('{"memory_type": "error"}')
     memory_upload(**ERROR_REWORDED, agent=agent)
     openai_llm.script(json.dumps({**ERROR, "tags": ["compose"]}))  # same body, a new tag
-    assert services.memory_merge_pending(memory_id=first.memory.pk)
+    assert services.memory_merge_contributions(memory_id=first.memory.pk)
     after = Memory.objects.get(pk=first.memory.pk)
     assert after.tags == ["compose"]
     assert after.content_hash == before.content_hash

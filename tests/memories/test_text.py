@@ -2,15 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from memories.text import (
-    classify_offline,
-    content_hash,
-    details_conflict,
-    estimate_tokens,
-    extractive_l0,
-    extractive_l1,
-    normalise_tags,
-)
+from memories.judgements.classify import classify_offline
+from memories.judgements.same_subject import details_conflict
+from memories.judgements.summarize import extractive_l0, extractive_l1
+from memories.text import content_hash, estimate_tokens, normalise_tags
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from agents.models import ApiToken
 from memories.models import EmbeddingSpace, Memory
 from memories.services import EmbeddingSpaceMismatch, embedding_space_ensure, memory_upload
-from ultron_site.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,7 @@ def test_create_agent_prints_a_working_token_once_and_stores_only_its_hash():
 
 
 def test_revoked_tokens_stop_working(api, agent):
-    from ultron_site.services import token_revoke
+    from agents.services import token_revoke
 
     assert api.get(reverse("memory-stats")).status_code == 200
     token_revoke(token=agent.tokens.get())
@@ -72,7 +72,7 @@ def test_embedding_model_change_is_refused_until_reembed(agent, settings):
         call_command("check_embedding_space", stdout=StringIO())
     # The API says so too, as a 503, not a 500.
     client = APIClient()
-    from ultron_site.services import token_issue
+    from agents.services import token_issue
 
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(agent=agent).token}")
     response = client.post(reverse("memory-search"), {"query": "torch"}, format="json")
@@ -116,7 +116,7 @@ def test_admin_pages_render_for_a_superuser(client, agent):
     memory_upload(content="Use select_related to avoid N+1 queries in list views", agent=agent)
     admin = get_user_model().objects.create_superuser("root", "", "pw")
     client.force_login(admin)
-    for url in ("/admin/memories/memory/", "/admin/ultron_site/agent/", "/admin/memories/embeddingspace/"):
+    for url in ("/admin/memories/memory/", "/admin/agents/agent/", "/admin/memories/embeddingspace/"):
         assert client.get(url).status_code == 200, url
     memory = Memory.objects.get()
     assert client.get(f"/admin/memories/memory/{memory.pk}/change/").status_code == 200

@@ -294,13 +294,6 @@ def test_skill_versions_queries_do_not_grow_with_versions(api, django_assert_max
 SEGMENTS_PER_FILE = 3
 
 
-@pytest.mark.xfail(
-    strict=True, raises=pytest.fail.Exception,
-    reason="N+1: ingestion.selectors.job_progress runs session.segments.exclude(last_error='')"
-    ".only(...)[:20] once per file, and each segment that query returns costs one more query "
-    "(SELECT id, session_id FROM ingestion_tasksegment WHERE id = %s): .only() leaves out "
-    "session_id, which the reverse manager reads to attach the parent session",
-)
 def test_ingest_job_queries_do_not_grow_with_files(api, agent, django_assert_max_num_queries):
     job = IngestJob.objects.create(agent=agent, files=[])
 
@@ -333,6 +326,6 @@ def test_ingest_job_queries_do_not_grow_with_files(api, agent, django_assert_max
         assert body["errors"] == n  # one failed segment per file
         return response
 
-    # What it does at 10 files: auth (2), the job, its sessions with their segment counts, their
-    # memory counts, then 2 per file (see the xfail): 25; 1004 at 500 files. Once fixed, 5.
-    _assert_flat(django_assert_max_num_queries, 25, grow, call)
+    # Auth (2), the job, its sessions with their segment counts, their memory counts, the
+    # failing segments of all of them.
+    _assert_flat(django_assert_max_num_queries, 6, grow, call)

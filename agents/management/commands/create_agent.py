@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ultron_site.services import agent_create, token_issue
+from agents.services import agent_create, token_issue
 
 
 class Command(BaseCommand):

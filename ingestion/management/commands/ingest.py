@@ -5,8 +5,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from agents.selectors import agent_by_name
 from ingestion import services
-from ultron_site.models import Agent
 
 
 class Command(BaseCommand):
@@ -19,7 +19,7 @@ class Command(BaseCommand):
                             help="segment, score and extract now instead of waiting for the pipeline")
 
     def handle(self, *args, paths: list[str], agent: str, process: bool, **options):
-        owner = Agent.objects.filter(name=agent).first()
+        owner = agent_by_name(name=agent)
         if owner is None:
             raise CommandError(f"no agent named {agent!r} (create it with create_agent)")
         try:

@@ -1,0 +1,33 @@
+"""Admin building blocks every app's admin uses. They live in the bottom app so that any app
+may import them without importing upwards."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Browse only: changes go through the service functions (redaction, re-embedding, dedup),
+    which a plain admin form would bypass."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ReadOnlyTabularInline(admin.TabularInline):
+    """Rows shown under their parent, never added, changed or deleted there."""
+
+    extra = 0
+    can_delete = False
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields or ()
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,45 @@
+"""Every write of the cluster service (docs/flow.md#clusters-and-skills).
+
+- ``membership``: assigning memories to clusters and keeping centroids exact;
+- ``rebuild``: deterministic rebuild, topic labels, embedding-model changes;
+- ``crystallize``: skills written from clusters, checked, published or rejected;
+- ``search``: skill search for agents.
+"""
+
+from clusters.services.crystallize import (
+    cluster_crystallize,
+    crystallization_step,
+    readiness,
+    skill_version_publish,
+)
+from clusters.services.membership import (
+    cluster_assign,
+    cluster_member_refresh,
+    cluster_member_remove,
+    clusters_assign_missing,
+    clusters_prune_inactive,
+)
+from clusters.services.rebuild import (
+    cluster_relabel,
+    clusters_rebuild,
+    skills_reembed,
+    vector_columns_resize,
+)
+from clusters.services.search import skills_search
+
+__all__ = [
+    "cluster_assign",
+    "cluster_crystallize",
+    "cluster_member_refresh",
+    "cluster_member_remove",
+    "cluster_relabel",
+    "clusters_assign_missing",
+    "clusters_prune_inactive",
+    "clusters_rebuild",
+    "crystallization_step",
+    "readiness",
+    "skill_version_publish",
+    "skills_reembed",
+    "skills_search",
+    "vector_columns_resize",
+]

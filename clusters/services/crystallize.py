@@ -1,0 +1,142 @@
+"""Crystallization: a cluster's members written into a skill, checked by a quality bar and a
+claim-by-claim verification, then published — or kept as rejected with its reason; and
+publishing (a curator's approval or rollback)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from clusters import skills
+from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
+from clusters.selectors import readiness
+from clusters.services.membership import clusters_assign_missing
+from clusters.services.rebuild import cluster_relabel
+from memories.models import Memory, Status
+from memories.providers.llm import LLMError
+from memories.services import embed_texts
+
+logger = logging.getLogger("ultron.clusters")
+
+
+def _facts(cluster: KnowledgeCluster) -> list[skills.MemoryFacts]:
+    return [
+        skills.MemoryFacts(str(m.pk), m.content, m.context, m.resolution, m.hit_count, m.memory_type,
+                           m.summary_l0 or m.content[:120])
+        for m in Memory.objects.filter(cluster_member__cluster=cluster, status=Status.ACTIVE)
+        .order_by("-hit_count", "pk").defer("embedding")[:40]
+    ]
+
+
+def _unique_slug(base: str) -> str:
+    slug, n = base, 2
+    while Skill.objects.filter(slug=slug).exists():
+        suffix = f"-{n}"
+        slug = base[: 50 - len(suffix)].rstrip("-") + suffix
+        n += 1
+    return slug
+
+
+def _record(cluster: KnowledgeCluster, result: str, reason: str) -> None:
+    KnowledgeCluster.objects.filter(pk=cluster.pk).update(
+        last_crystallization_at=timezone.now(), last_crystallization_result=result,
+        last_crystallization_reason=reason[:2000], members_at_last_crystallization=cluster.member_count,
+    )
+
+
+def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
+    """Write (or rewrite) the cluster's skill. Publishes only a draft that passes the quality
+    bar and verification and, for a rewrite, scores better than the published version; any
+    other outcome is kept (rejected) or recorded on the cluster, with its reason."""
+    cluster = KnowledgeCluster.objects.get(pk=cluster_id)
+    members = _facts(cluster)
+    if len(members) < settings.ULTRON_CRYSTALLIZATION_THRESHOLD:
+        _record(cluster, "insufficient", f"{len(members)} active members; {settings.ULTRON_CRYSTALLIZATION_THRESHOLD} needed")
+        return None
+    by_id = {m.id: m for m in members}
+    try:
+        draft = skills.draft(cluster.topic, members)
+    except LLMError as exc:
+        _record(cluster, "failed", f"the LLM could not write the skill: {exc}")
+        return None
+    if draft.insufficient:
+        _record(cluster, "insufficient", draft.insufficient)
+        return None
+    body = skills.render(draft, by_id)
+    quality = skills.quality(draft, body)
+    verification = skills.verify(draft, members) if quality.passed else skills.Check(False, 0.0, {}, "not verified: quality bar not met")
+    coverage = len(set(draft.cited) & set(by_id)) / len(members)
+    score = round(quality.score * verification.score * (0.8 + 0.2 * coverage), 4)
+    passed = quality.passed and verification.passed
+    reason = quality.reason or verification.reason
+    with transaction.atomic():
+        cluster = KnowledgeCluster.objects.select_for_update().get(pk=cluster_id)
+        skill = cluster.skill
+        if skill is None:
+            skill = Skill.objects.create(slug=_unique_slug(skills.slug_base(draft.name)), name=draft.name,
+                                         description=draft.description, source_cluster=cluster)
+            cluster.skill = skill
+        current = skill.current_version if skill.status == SkillStatus.PUBLISHED else None
+        if passed and current is not None and score <= current.score:
+            passed = False
+            reason = f"scored {score} and did not beat the published version {current.version} ({current.score})"
+        version = SkillVersion.objects.create(
+            skill=skill, version=(skill.versions.aggregate(n=Max("version"))["n"] or 0) + 1,
+            name=draft.name, description=draft.description, body=body, memory_ids=[m.id for m in members],
+            cluster=cluster, quality={"passed": quality.passed, "score": quality.score, **quality.details},
+            verification={"passed": verification.passed, "score": verification.score, **verification.details},
+            score=score, status=SkillStatus.DRAFT if passed else SkillStatus.REJECTED, reason=reason,
+            author=draft.author,
+        )
+        cluster.last_crystallization_at = timezone.now()
+        cluster.last_crystallization_result = "published" if passed else "rejected"
+        cluster.last_crystallization_reason = reason
+        cluster.members_at_last_crystallization = cluster.member_count
+        cluster.save()
+        if passed:
+            version = skill_version_publish(version_id=version.pk)
+    logger.info("cluster %s crystallized: %s v%s %s (%s)", cluster_id, skill.slug, version.version,
+                "published" if passed else "rejected", reason)
+    return version
+
+
+def skill_version_publish(*, version_id: int) -> SkillVersion:
+    """Make a version the skill's published one (also a curator's rollback)."""
+    with transaction.atomic():
+        version = SkillVersion.objects.select_for_update().select_related("skill").get(pk=version_id)
+        skill = Skill.objects.select_for_update().get(pk=version.skill_id)
+        SkillVersion.objects.filter(skill=skill, status=SkillStatus.PUBLISHED).exclude(pk=version.pk).update(
+            status=SkillStatus.SUPERSEDED)
+        version.status = SkillStatus.PUBLISHED
+        version.save(update_fields=["status"])
+        skill.current_version = version
+        skill.status = SkillStatus.PUBLISHED
+        skill.name = version.name
+        skill.description = version.description
+        skill.embedding = embed_texts([skills.search_text(version)])[0]
+        skill.save()
+    return version
+
+
+def crystallization_step(*, limit: int = 10) -> dict[str, int]:
+    """Pipeline step: assign stragglers, relabel grown clusters, crystallize ready ones."""
+    assigned = clusters_assign_missing()
+    relabelled = 0
+    for cluster in KnowledgeCluster.objects.filter(member_count__gt=F("labelled_member_count") * 2)[:limit]:
+        cluster_relabel(cluster_id=cluster.pk)
+        relabelled += 1
+    done = published = 0
+    candidates = KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
+    for cluster in candidates.order_by("-member_count", "pk"):
+        if done >= limit:
+            break
+        if readiness(cluster) is None:
+            continue
+        version = cluster_crystallize(cluster_id=cluster.pk)
+        done += 1
+        published += bool(version and version.status == SkillStatus.PUBLISHED)
+    return {"assigned": assigned, "relabelled": relabelled, "crystallized": done, "published": published}

@@ -1,0 +1,132 @@
+"""Cluster membership, kept exact as memories come and go: each cluster stores the sum of its
+members' vectors (its centroid's direction) and each member the vector it was added with, so
+a member leaving or changing subtracts exactly what it added."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from clusters import labels
+from clusters.models import ClusterMember, KnowledgeCluster
+from memories.models import Memory, Status
+from memories.vectors import vector_literal
+
+_ASSIGN_LOCK = int.from_bytes(hashlib.sha256(b"ultron:cluster-assign").digest()[:8], "big", signed=True)
+
+
+def _offline_topic(texts: list[str]) -> str:
+    return labels.keyword_topic(texts, Counter(), 1) or "untitled"
+
+
+def _centroid_shift(cluster_id: int, *, add: Any = None, subtract: Any = None, members: int = 0) -> None:
+    """Add and/or subtract one vector from a cluster's centroid sum, and change its member count."""
+    terms = ["centroid"]
+    params: list[Any] = []
+    if subtract is not None:
+        terms.append("- %s::vector")
+        params.append(vector_literal(subtract))
+    if add is not None:
+        terms.append("+ %s::vector")
+        params.append(vector_literal(add))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {KnowledgeCluster._meta.db_table} SET centroid = {' '.join(terms)}, "
+            "member_count = member_count + %s, updated_at = now() WHERE id = %s",
+            [*params, members, cluster_id],
+        )
+
+
+def cluster_assign(*, memory_id: Any) -> KnowledgeCluster | None:
+    """Put an active memory into the nearest cluster (cosine ≥ threshold) or a new one."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ASSIGN_LOCK])
+        memory = Memory.objects.filter(pk=memory_id, status=Status.ACTIVE).only(
+            "pk", "embedding", "content", "context", "summary_l0").first()
+        if memory is None or ClusterMember.objects.filter(memory_id=memory_id).exists():
+            return None
+        vector = vector_literal(memory.embedding)
+        table = KnowledgeCluster._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, 1 - (centroid <=> %s::vector) FROM {table} WHERE member_count > 0 "
+                f"ORDER BY centroid <=> %s::vector LIMIT 1",
+                [vector, vector],
+            )
+            row = cursor.fetchone()
+        if row is not None and row[1] is not None and row[1] >= settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD:
+            cluster_id, similarity = row
+            _centroid_shift(cluster_id, add=memory.embedding, members=1)
+            ClusterMember.objects.create(cluster_id=cluster_id, memory=memory, vector=memory.embedding,
+                                         similarity=float(similarity))
+            return KnowledgeCluster.objects.get(pk=cluster_id)
+        cluster = KnowledgeCluster.objects.create(
+            topic=_offline_topic([memory.content, memory.context])[:200], centroid=memory.embedding, member_count=1,
+        )
+        ClusterMember.objects.create(cluster=cluster, memory=memory, vector=memory.embedding, similarity=1.0)
+        return cluster
+
+
+def cluster_member_remove(*, memory_id: Any) -> None:
+    """Take a memory out of its cluster (merged away, archived, deleted)."""
+    with transaction.atomic():
+        member = ClusterMember.objects.select_for_update().filter(memory_id=memory_id).first()
+        if member is None:
+            return
+        _centroid_shift(member.cluster_id, subtract=member.vector, members=-1)
+        member.delete()
+
+
+def cluster_member_refresh(*, memory_id: Any) -> None:
+    """After a memory's embedding changed (edit, merge) or it was restored: keep the centroid
+    exact — subtract the old vector, add the new — or (re)assign it."""
+    memory = Memory.objects.filter(pk=memory_id).only("pk", "status", "embedding").first()
+    if memory is None or memory.status != Status.ACTIVE:
+        cluster_member_remove(memory_id=memory_id)
+        return
+    with transaction.atomic():
+        member = ClusterMember.objects.select_for_update().filter(memory_id=memory_id).first()
+        if member is None:
+            transaction.on_commit(lambda: cluster_assign(memory_id=memory_id))
+            return
+        _centroid_shift(member.cluster_id, subtract=member.vector, add=memory.embedding)
+        member.vector = memory.embedding
+        member.save(update_fields=["vector"])
+
+
+def clusters_prune_inactive() -> int:
+    """Set-based: drop members whose memory is no longer active, subtracting their vectors
+    from each cluster's sum (used after the tier rebalance archives memories in bulk)."""
+    clusters = KnowledgeCluster._meta.db_table
+    members = ClusterMember._meta.db_table
+    memories = Memory._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH gone AS (
+                DELETE FROM {members} c USING {memories} m
+                WHERE c.memory_id = m.id AND m.status <> 'active'
+                RETURNING c.cluster_id, c.vector
+            ), totals AS (
+                SELECT cluster_id, sum(vector) AS total, count(*) AS n FROM gone GROUP BY cluster_id
+            )
+            UPDATE {clusters} k SET centroid = k.centroid - totals.total, member_count = k.member_count - totals.n,
+                   updated_at = now()
+            FROM totals WHERE k.id = totals.cluster_id
+            """
+        )
+        return cursor.rowcount
+
+
+def clusters_assign_missing(*, limit: int = 500) -> int:
+    """Active memories that have no cluster yet (e.g. an assignment that failed) get one."""
+    ids = list(Memory.objects.filter(status=Status.ACTIVE, cluster_member__isnull=True)
+               .order_by("created_at", "pk").values_list("pk", flat=True)[:limit])
+    for memory_id in ids:
+        cluster_assign(memory_id=memory_id)
+    return len(ids)

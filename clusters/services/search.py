@@ -1,0 +1,14 @@
+"""Skill search for agents: the query is redacted and embedded like a memory search's."""
+
+from __future__ import annotations
+
+from clusters import selectors
+from clusters.models import Skill
+from memories.redaction import redact
+from memories.services import embed_texts
+
+
+def skills_search(*, query: str, limit: int) -> list[tuple[Skill, float]]:
+    """Published skills nearest to ``query``, with their cosine similarity."""
+    vector = embed_texts([redact(query).text])[0]
+    return selectors.skill_search(vector=vector, limit=limit)

@@ -1,0 +1,211 @@
+"""Judgement: the memories a segment (or a plain text) holds — an error and its fix, a
+correction, a rule or preference. With an LLM a prompt extracts them; without one, rules do:
+failing tool results followed by the explanation or success that resolved them, labelled
+notes (Error:/Cause:/Fix:), stated preferences."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from ingestion.judgements.cues import (
+    CORRECTION_RE,
+    ERROR_RE,
+    EXPLAIN_RE,
+    PREFERENCE_RE,
+    SUCCESS_RE,
+    is_error,
+    render,
+)
+from ingestion.parsing import Message
+from ingestion.segmentation import is_goal
+from memories.providers.llm import InvalidReply, get_llm
+from memories.text import estimate_tokens, normalise_space, truncate_tokens
+
+
+@dataclass
+class Extracted:
+    content: str
+    context: str = ""
+    resolution: str = ""
+    confidence: float = 0.5
+    tags: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "context": self.context, "resolution": self.resolution,
+                "confidence": self.confidence, "tags": self.tags}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Extracted:
+        return cls(data["content"], data.get("context", ""), data.get("resolution", ""),
+                   float(data.get("confidence", 0.5)), list(data.get("tags", [])))
+
+
+def _error_line(text: str) -> str:
+    for line in text.splitlines():
+        if ERROR_RE.search(line) and len(line.strip()) > 8:
+            return normalise_space(line.replace("[tool result ERROR]", "").replace("[tool result]", ""))[:300]
+    return normalise_space(text.replace("[tool result ERROR]", ""))[:300]
+
+
+def _command_before(messages: list[Message], index: int) -> str:
+    for message in reversed(messages[:index]):
+        if message.role == "assistant" and message.text.startswith("[tool call"):
+            match = re.search(r'"command":\s*"((?:[^"\\]|\\.){1,200})"', message.text)
+            return match.group(1) if match else ""
+    return ""
+
+
+def extract_offline(messages: list[Message], *, topic: str, task_type: str) -> list[Extracted]:
+    tags = ["trajectory", f"type:{task_type}"]
+    found: list[Extracted] = []
+    seen: set[str] = set()
+    for index, message in enumerate(messages):
+        if not is_error(message):
+            continue
+        error = _error_line(message.text)
+        if error in seen:
+            continue
+        # The fix: the first explanation the assistant gives within the next turns, else the
+        # first report of success.
+        window = [m for m in messages[index + 1 : index + 16]
+                  if m.role == "assistant" and not m.text.startswith(("[tool call", "[thinking]"))]
+        chosen = next((m for m in window if EXPLAIN_RE.search(m.text)), None) or next(
+            (m for m in window if SUCCESS_RE.search(m.text)), None)
+        resolution = truncate_tokens(chosen.text, 150) if chosen else ""
+        if not resolution:
+            continue  # an error with no fix in sight teaches nothing reusable
+        seen.add(error)
+        command = _command_before(messages, index)
+        content = f"`{command}` failed: {error}" if command else error
+        found.append(Extracted(content, topic, resolution, 0.75 if EXPLAIN_RE.search(resolution) else 0.6, tags))
+        if len(found) >= 3:
+            break
+    for message in messages:
+        if not is_goal(message):
+            continue
+        text = truncate_tokens(message.text, 120)
+        if CORRECTION_RE.search(message.text):
+            found.append(Extracted(text, topic, "", 0.55, tags))
+        elif PREFERENCE_RE.search(message.text):
+            found.append(Extracted(text, topic, "", 0.6, tags))
+    return found[:6]
+
+
+_LABEL_RE = re.compile(
+    r"^\s*(?:\d+[.)]\s*|[-*•]\s*)?(?P<label>error|problem|symptom|issue|cause|root cause|reason|fix|solution"
+    r"|resolution|workaround|resolved by|context|environment|错误|问题|现象|原因|修复|解决|解决方法|办法|环境)\s*[:：]\s*(?P<text>.+)$",
+    re.IGNORECASE,
+)
+_CAUSE = {"cause", "root cause", "reason", "context", "environment", "原因", "环境"}
+_FIX = {"fix", "solution", "resolution", "workaround", "resolved by", "修复", "解决", "解决方法", "办法"}
+
+
+def extract_text_offline(text: str) -> list[Extracted]:
+    """Plain text: labelled notes (Error:/Cause:/Fix:) become one memory; stated preferences
+    and corrections one each; otherwise the text itself, if short enough to be one memory."""
+    problem: list[str] = []
+    cause: list[str] = []
+    fix: list[str] = []
+    loose: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        match = _LABEL_RE.match(line)
+        if match:
+            label = match.group("label").lower()
+            target = cause if label in _CAUSE else fix if label in _FIX else problem
+            target.append(match.group("text").strip())
+        else:
+            loose.append(re.sub(r"^\s*(?:\d+[.)]|[-*•])\s*", "", line).strip())
+    tags = ["text"]
+    if fix and (problem or loose):
+        heading = [line for line in loose if not line.endswith(":")][:2]
+        content = "; ".join(heading + problem)
+        return [Extracted(content, "; ".join(cause), "; ".join(fix), 0.8, tags)]
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
+    rules = [s for s in sentences if PREFERENCE_RE.search(s) or CORRECTION_RE.search(s)]
+    if rules:
+        return [Extracted(truncate_tokens(s, 120), "", "", 0.6, tags) for s in rules[:10]]
+    if estimate_tokens(text) <= 400:
+        return [Extracted(normalise_space(text), "", "", 0.5, tags)]
+    return []
+
+
+def _validate_extracted(data: Any) -> list[Extracted]:
+    if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
+        raise InvalidReply("no memories list")
+    out = []
+    for item in data["memories"]:
+        if not isinstance(item, dict) or not isinstance(item.get("content"), str) or not item["content"].strip():
+            raise InvalidReply("a memory without content")
+        confidence = item.get("confidence", 0.5)
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+            raise InvalidReply("confidence must be a number between 0 and 1")
+        tags = item.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise InvalidReply("tags must be a list of strings")
+        out.append(Extracted(
+            item["content"].strip(), str(item.get("context") or "").strip(), str(item.get("resolution") or "").strip(),
+            float(confidence), tags[:8],
+        ))
+    return out
+
+
+EXTRACT_PROMPT = (
+    "Extract reusable experience for other AI agents: errors and their fixes, security findings, "
+    "corrections of wrong beliefs, patterns that work, stated preferences, shareable everyday facts. "
+    "Nothing private, nothing one-off, nothing already obvious. Write each memory in the language of "
+    'the source. Reply with JSON only: {"memories": [{"content": "the problem or fact", "context": '
+    '"where it happened", "resolution": "the fix or how to apply it", "confidence": <0..1>, '
+    '"tags": ["short", "tags"]}]} — an empty list when there is nothing worth keeping.'
+)
+MIN_CONFIDENCE = 0.5
+
+
+def extract(messages: list[Message] | None, *, text: str | None = None, topic: str = "",
+            task_type: str = "conversation") -> list[Extracted]:
+    """Memories from a segment (``messages``) or from plain ``text``. Raises LLMError when the
+    configured LLM keeps failing; the caller records the failure and retries later."""
+    llm = get_llm()
+    if not llm.available:
+        if messages is not None:
+            return extract_offline(messages, topic=topic, task_type=task_type)
+        return extract_text_offline(text or "")
+    budget = settings.ULTRON_LLM_MAX_INPUT_TOKENS - settings.ULTRON_LLM_PROMPT_RESERVE_TOKENS - 800
+    if messages is not None:
+        sources = [render(messages, budget)]
+    else:
+        sources = _text_windows(text or "", budget)
+    found: list[Extracted] = []
+    for source in sources:
+        header = f"Task: {topic}\n\n" if topic else ""
+        found.extend(llm.ask_json(system=EXTRACT_PROMPT, user=header + source, validate=_validate_extracted,
+                                  max_tokens=2000, purpose="extract"))
+    tags = ["trajectory", f"type:{task_type}"] if messages is not None else ["text"]
+    for item in found:
+        item.tags = list(dict.fromkeys(tags + item.tags))
+    return [item for item in found if item.confidence >= MIN_CONFIDENCE]
+
+
+def _text_windows(text: str, budget: int) -> list[str]:
+    """Split long text at paragraph boundaries into pieces within ``budget`` tokens."""
+    windows: list[str] = []
+    current: list[str] = []
+    used = 0
+    for paragraph in re.split(r"\n\s*\n", text):
+        cost = estimate_tokens(paragraph)
+        if cost > budget:
+            paragraph = truncate_tokens(paragraph, budget)
+            cost = budget
+        if used + cost > budget and current:
+            windows.append("\n\n".join(current))
+            current, used = [], 0
+        current.append(paragraph)
+        used += cost
+    if current:
+        windows.append("\n\n".join(current))
+    return windows

@@ -1,0 +1,224 @@
+"""Accepting sessions: server paths checked against the ingest roots, the raw archive, and one
+session record per (agent, file identity). No LLM call here: the pipeline does the work."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from agents.models import Agent
+from agents.selectors import agent_by_name
+from ingestion.models import IngestJob, RawUpload, SessionRecord, WorkState
+from ingestion.parsing import parse_jsonl
+from memories.queue import enqueue_on_commit
+from memories.redaction import redact_many
+
+logger = logging.getLogger("ultron.ingestion")
+
+
+class IngestError(ValueError):
+    """Bad ingestion input; ``status`` is the HTTP status the API answers with."""
+
+    def __init__(self, message: str, *, status: int = 400, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.field = field
+
+
+@dataclass
+class FileResult:
+    name: str
+    status: str  # new | changed | unchanged | skipped
+    session_id: int | None = None
+    reason: str = ""
+    lines: int = 0
+    messages: int = 0
+    malformed: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "session_id": self.session_id, "status": self.status,
+                                "lines": self.lines, "messages": self.messages, "malformed": self.malformed}
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+
+def _hidden(part: str) -> bool:
+    return part.startswith(".") and part not in (".", "..")
+
+
+def paths_collect(paths: Iterable[str], *, roots: list[str] | None) -> list[tuple[str, Path]]:
+    """Expand ``paths`` into ``.jsonl`` files: (identity, real path).
+
+    With ``roots`` (the API), every path must resolve, after symlinks, inside one of them;
+    without (an admin at the console) any readable path is accepted. Directories expand
+    recursively, skipping hidden path segments and symlinks.
+    """
+    out: list[tuple[str, Path]] = []
+    for raw in paths:
+        if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
+            raise IngestError("each path must be a non-empty string", field="paths")
+        given = Path(raw).expanduser()
+        if any(_hidden(part) for part in given.parts):
+            raise IngestError(f"{raw}: hidden paths are not ingested", status=403, field="paths")
+        real = Path(os.path.realpath(given))
+        if roots is not None and not any(_inside(real, Path(root)) for root in roots):
+            raise IngestError(f"{raw}: not inside an ingest root", status=403, field="paths")
+        if real.is_dir():
+            for directory, dirnames, filenames in os.walk(real, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not _hidden(d)
+                                     and not os.path.islink(os.path.join(directory, d)))
+                for name in sorted(filenames):
+                    full = Path(directory) / name
+                    if name.endswith(".jsonl") and not _hidden(name) and not full.is_symlink():
+                        out.append((str(given / full.relative_to(real)), full))
+        elif real.is_file():
+            if not real.name.endswith(".jsonl"):
+                raise IngestError(f"{raw}: only .jsonl files are ingested", field="paths")
+            out.append((str(given), real))
+        else:
+            raise IngestError(f"{raw}: no such file or directory", status=404, field="paths")
+    return out
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return os.path.commonpath([str(path), str(root)]) == str(root)
+    except ValueError:
+        return False
+
+
+def _spool(data: bytes) -> str:
+    directory = Path(settings.ULTRON_DATA_DIR) / "spool"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{uuid.uuid4().hex}.jsonl"
+    path.write_bytes(data)
+    return str(path)
+
+
+def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metadata: dict) -> RawUpload:
+    """Keep the original bytes (or, with ULTRON_RAW_ARCHIVE_REDACT, the redacted text). Bytes the
+    pipeline still needs but the archive does not hold wait in a spool file."""
+    digest = hashlib.sha256(data).hexdigest()
+    raw = RawUpload(kind=kind, name=name[:1000], agent=agent, size=len(data), sha256=digest, metadata=metadata)
+    keep = len(data) <= settings.ULTRON_RAW_ARCHIVE_MAX_BYTES
+    try:
+        if settings.ULTRON_RAW_ARCHIVE_REDACT:
+            if keep:
+                lines = data.decode("utf-8", errors="replace").split("\n")
+                raw.content = "\n".join(r.text for r in redact_many(lines)).encode("utf-8")
+                raw.redacted = True
+        elif keep:
+            raw.content = data
+        if kind == RawUpload.Kind.FILE and (raw.content is None or raw.redacted):
+            raw.spool_path = _spool(data)
+    except OSError as exc:  # an archive failure never blocks ingestion...
+        logger.error("raw archive failed for %s: %s", name[:200], exc)
+        raw.content, raw.redacted = data, False  # ...but the pipeline still needs the bytes
+    raw.save()
+    return raw
+
+
+def raw_bytes(raw: RawUpload) -> bytes:
+    if raw.content is not None and not raw.redacted:
+        return bytes(raw.content)
+    if raw.spool_path and Path(raw.spool_path).exists():
+        return Path(raw.spool_path).read_bytes()
+    raise FileNotFoundError(f"the bytes of raw upload {raw.pk} are no longer available")
+
+
+def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob | None) -> FileResult:
+    """Archive one session file and queue its segmentation; no LLM call here."""
+    identity = identity.strip()[:1000]
+    if not identity:
+        raise IngestError("a file needs a name", field="files")
+    digest = hashlib.sha256(data).hexdigest()
+    existing = SessionRecord.objects.filter(agent=agent, identity=identity).first()
+    if existing is not None and existing.sha256 == digest:
+        return FileResult(identity, "unchanged", existing.pk, lines=existing.line_count,
+                          messages=existing.message_count, malformed=existing.malformed)
+    parsed = parse_jsonl(data)
+    result = FileResult(identity, "changed" if existing else "new", lines=parsed.lines,
+                        messages=len(parsed.messages), malformed=dict(parsed.malformed))
+    if not data.strip():
+        result.status, result.reason = "skipped", "empty file"
+        return result
+    if not parsed.messages:
+        result.status, result.reason = "skipped", "no conversation messages found"
+        return result
+    with transaction.atomic():
+        raw = raw_archive(kind=RawUpload.Kind.FILE, name=identity, agent=agent, data=data,
+                       metadata={"lines": parsed.lines, "malformed": dict(parsed.malformed)})
+        try:
+            with transaction.atomic():
+                session, created = SessionRecord.objects.select_for_update().get_or_create(
+                    agent=agent, identity=identity, defaults={"sha256": digest}
+                )
+        except IntegrityError:  # another request created it a moment ago
+            session, created = SessionRecord.objects.select_for_update().get(agent=agent, identity=identity), False
+        if not created and session.sha256 == digest:
+            result.status, result.session_id = "unchanged", session.pk
+            return result
+        session.sha256 = digest
+        session.size = len(data)
+        session.line_count = parsed.lines
+        session.message_count = len(parsed.messages)
+        session.malformed = dict(parsed.malformed)
+        session.raw = raw
+        session.job = job
+        session.segmentation = WorkState.PENDING
+        session.attempts = 0
+        session.last_error = ""
+        session.next_attempt_at = None
+        session.lease_until = None
+        session.save()
+        result.session_id = session.pk
+        enqueue_on_commit("ingestion.tasks.session_process_task", session.pk)
+    return result
+
+
+def files_ingest(*, agent: Agent, files: list[tuple[str, bytes]]) -> tuple[IngestJob, list[FileResult]]:
+    job = IngestJob.objects.create(agent=agent)
+    results = [session_ingest(agent=agent, identity=name, data=data, job=job) for name, data in files]
+    job.files = [r.as_dict() for r in results]
+    job.save(update_fields=["files"])
+    return job, results
+
+
+def paths_ingest(*, agent: Agent, paths: list[str], roots: list[str] | None) -> tuple[IngestJob, list[FileResult]]:
+    collected = paths_collect(paths, roots=roots)
+    total = 0
+    for _, path in collected:
+        size = path.stat().st_size
+        if size > settings.ULTRON_INGEST_MAX_FILE_BYTES:
+            raise IngestError(f"{path.name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES} bytes", status=413)
+        total += size
+    if total > settings.ULTRON_INGEST_MAX_REQUEST_BYTES:
+        raise IngestError(f"the files add up to more than {settings.ULTRON_INGEST_MAX_REQUEST_BYTES} bytes", status=413)
+    return files_ingest(agent=agent, files=[(identity, path.read_bytes()) for identity, path in collected])
+
+
+def acting_agent(*, user: Any, name: str | None) -> Agent:
+    """The agent an ingest request acts for: the caller's own, or — for curators only — the
+    agent named ``name``."""
+    agent = getattr(user, "agent", None)
+    if name and (agent is None or name != agent.name):
+        if not user.is_staff:
+            raise IngestError("only curators may ingest on behalf of another agent", status=403, field="agent")
+        other = agent_by_name(name=name)
+        if other is None:
+            raise IngestError(f"no agent named {name!r}", field="agent")
+        return other
+    if agent is None:
+        raise IngestError("this account is not an agent", status=403)
+    return agent

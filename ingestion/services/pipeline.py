@@ -1,0 +1,205 @@
+"""The pipeline's steps over sessions: segmentation into task segments, scoring, and the
+extraction of memories from eligible segments (docs/flow.md#ingestion). Each step claims its
+items (``work.claim``) and records failures for a retry (``work.attempt_failed``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from ingestion.judgements import extract, score
+from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegment, WorkState
+from ingestion.parsing import Message, parse_jsonl
+from ingestion.segmentation import fingerprint, segment
+from ingestion.services.accept import raw_bytes
+from ingestion.services.work import attempt_failed, claim, work_done
+from memories import services as memory_services
+from memories.models import Memory, Source, Status
+from memories.redaction import redact_many
+
+logger = logging.getLogger("ultron.ingestion")
+
+_SEGMENT_MESSAGE_CHARS = 4000  # what of each message is kept (redacted) for the pipeline
+
+
+def _redacted_messages(messages: list[Message]) -> list[Message]:
+    texts = [m.text[:_SEGMENT_MESSAGE_CHARS] for m in messages]
+    for message, result in zip(messages, redact_many(texts), strict=True):
+        message.text = result.text
+    return messages
+
+
+def session_segment(*, session_id: int) -> bool:
+    """Segment one session; keep segments whose fingerprint survives, add new ones, drop the
+    rest and archive the memories that came only from them. False if it failed (recorded)."""
+    session = SessionRecord.objects.select_related("raw").get(pk=session_id)
+    try:
+        if session.raw is None:
+            raise FileNotFoundError("the session has no raw upload to segment")
+        parsed = parse_jsonl(raw_bytes(session.raw))
+        messages = _redacted_messages(parsed.messages)
+        spans = segment(messages)
+    except Exception as exc:  # LLM failures, missing bytes, anything: recorded, retried, never lost
+        attempt_failed(SessionRecord, session_id, "segmentation", exc)
+        return False
+    with transaction.atomic():
+        session = SessionRecord.objects.select_for_update().get(pk=session_id)
+        existing = {s.fingerprint: s for s in session.segments.all()}
+        keep: set[int] = set()
+        for index, span in enumerate(spans):
+            part = messages[span.start : span.end]
+            digest = fingerprint(part)
+            segment_row = existing.get(digest)
+            if segment_row is not None:
+                if segment_row.pk in keep:
+                    continue  # the same segment twice in one session: keep one
+                keep.add(segment_row.pk)
+                TaskSegment.objects.filter(pk=segment_row.pk).update(
+                    index=index, start_message=span.start, end_message=span.end)
+            else:
+                created = TaskSegment.objects.create(
+                    session=session, index=index, start_message=span.start, end_message=span.end,
+                    topic=span.topic[:200], fingerprint=digest, messages=[m.as_dict() for m in part],
+                )
+                existing[digest] = created
+                keep.add(created.pk)
+        gone = [s.pk for s in existing.values() if s.pk not in keep]
+        archived = _archive_orphans(gone) if gone else 0
+        TaskSegment.objects.filter(pk__in=gone).delete()
+        session.segmented_sha256 = session.sha256
+        work_done(session, "segmentation", ["segmented_sha256"])
+        raw = session.raw
+        if raw is not None and raw.spool_path:
+            # The spooled bytes were only waiting for this; the archive keeps what it keeps.
+            spool = raw.spool_path
+            RawUpload.objects.filter(pk=raw.pk).update(spool_path="")
+            transaction.on_commit(lambda: Path(spool).unlink(missing_ok=True))
+    logger.info("session %s: %d segments, %d removed, %d memories archived", session_id, len(spans), len(gone), archived)
+    return True
+
+
+def _archive_orphans(segment_ids: list[int]) -> int:
+    """Archive memories that came only from these (disappearing) segments."""
+    memory_ids = set(SegmentMemory.objects.filter(segment_id__in=segment_ids).values_list("memory_id", flat=True))
+    archived = 0
+    for memory_id in memory_ids:
+        if SegmentMemory.objects.filter(memory_id=memory_id).exclude(segment_id__in=segment_ids).exists():
+            continue  # another live segment produced it too
+        memory = Memory.objects.defer("embedding").filter(pk=memory_id, status=Status.ACTIVE).first()
+        if memory is None:
+            continue
+        if memory.source != Source.SEGMENT or memory.contributions.exclude(source=Source.SEGMENT).exists():
+            continue  # an agent or a curator contributed it directly
+        memory_services.memory_archive(memory_id=memory_id)
+        archived += 1
+    return archived
+
+
+def sessions_segment(*, limit: int | None = None) -> dict[str, int]:
+    ids = claim(SessionRecord.objects.filter(segmentation__in=[WorkState.PENDING, WorkState.FAILED]),
+                 limit or settings.ULTRON_PIPELINE_BATCH)
+    done = sum(1 for pk in ids if session_segment(session_id=pk))
+    return {"claimed": len(ids), "segmented": done, "failed": len(ids) - done}
+
+
+# --- scoring ----------------------------------------------------------------------------------
+
+
+def _messages(segment_row: TaskSegment) -> list[Message]:
+    return [Message.from_dict(m) for m in segment_row.messages]
+
+
+def segment_score(*, segment_id: int) -> bool:
+    segment_row = TaskSegment.objects.get(pk=segment_id)
+    try:
+        metrics = score.score_segment(_messages(segment_row))
+    except Exception as exc:
+        attempt_failed(TaskSegment, segment_id, "scoring", exc)
+        return False
+    segment_row.metrics = metrics.as_dict()
+    segment_row.score = metrics.score
+    segment_row.task_type = metrics.task_type
+    extra = ["metrics", "score", "task_type"]
+    if metrics.score < settings.ULTRON_SEGMENT_MIN_SCORE:
+        segment_row.extraction = WorkState.DONE  # not eligible: nothing to extract
+        segment_row.extracted_items = []
+        extra += ["extraction", "extracted_items"]
+    work_done(segment_row, "scoring", extra)
+    return True
+
+
+def segments_score(*, limit: int | None = None, session_id: int | None = None) -> dict[str, int]:
+    queryset = TaskSegment.objects.filter(scoring__in=[WorkState.PENDING, WorkState.FAILED])
+    if session_id is not None:
+        queryset = queryset.filter(session_id=session_id)
+    ids = claim(queryset, limit or settings.ULTRON_PIPELINE_BATCH)
+    done = sum(1 for pk in ids if segment_score(segment_id=pk))
+    return {"claimed": len(ids), "scored": done, "failed": len(ids) - done}
+
+
+# --- extraction -------------------------------------------------------------------------------
+
+
+def segment_extract(*, segment_id: int) -> bool:
+    """Extract memories from an eligible segment and upload each, exactly once.
+
+    The extracted items are stored before any upload; each upload and its provenance link
+    commit together, so a crash at any point resumes without losing or doubling a memory.
+    """
+    segment_row = TaskSegment.objects.select_related("session", "session__agent").get(pk=segment_id)
+    try:
+        if segment_row.extracted_items is None:
+            items = extract.extract(_messages(segment_row), topic=segment_row.topic,
+                                     task_type=segment_row.task_type or "conversation")
+            segment_row.extracted_items = [item.as_dict() for item in items]
+            segment_row.save(update_fields=["extracted_items"])
+        session = segment_row.session
+        done_items = set(SegmentMemory.objects.filter(segment=segment_row).values_list("item_index", flat=True))
+        for index, item in enumerate(segment_row.extracted_items):
+            if index in done_items or item.get("skipped"):
+                continue
+            extracted = extract.Extracted.from_dict(item)
+            try:
+                with transaction.atomic():
+                    result = memory_services.memory_upload(
+                        content=extracted.content, context=extracted.context, resolution=extracted.resolution,
+                        tags=extracted.tags, agent=session.agent, source=Source.SEGMENT,
+                        provenance={"session": session.pk, "segment": segment_row.pk, "item": index},
+                    )
+                    SegmentMemory.objects.create(segment=segment_row, memory=result.memory, item_index=index)
+            except memory_services.MemoryInputError as exc:
+                segment_row.extracted_items[index] = {**item, "skipped": str(exc)[:300]}
+                segment_row.save(update_fields=["extracted_items"])
+    except Exception as exc:
+        attempt_failed(TaskSegment, segment_id, "extraction", exc)
+        return False
+    work_done(segment_row, "extraction", [])
+    return True
+
+
+def segments_extract(*, limit: int | None = None, session_id: int | None = None) -> dict[str, int]:
+    queryset = TaskSegment.objects.filter(
+        scoring=WorkState.DONE, score__gte=settings.ULTRON_SEGMENT_MIN_SCORE,
+        extraction__in=[WorkState.PENDING, WorkState.FAILED],
+    )
+    if session_id is not None:
+        queryset = queryset.filter(session_id=session_id)
+    ids = claim(queryset, limit or settings.ULTRON_PIPELINE_BATCH)
+    done = sum(1 for pk in ids if segment_extract(segment_id=pk))
+    return {"claimed": len(ids), "extracted": done, "failed": len(ids) - done}
+
+
+def session_process(*, session_id: int) -> dict[str, Any]:
+    """Right after ingestion: segment the session, then score and extract its segments."""
+    segmented = session_segment(session_id=session_id) if claim(
+        SessionRecord.objects.filter(pk=session_id, segmentation__in=[WorkState.PENDING, WorkState.FAILED]), 1
+    ) else False
+    return {
+        "segmented": segmented,
+        "scoring": segments_score(session_id=session_id, limit=10_000),
+        "extraction": segments_extract(session_id=session_id, limit=10_000),
+    }

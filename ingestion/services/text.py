@@ -1,0 +1,57 @@
+"""Plain text: extract memories from it and upload each through the memory funnel, while the
+caller waits."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from agents.models import Agent
+from ingestion.judgements import extract
+from ingestion.models import RawUpload
+from ingestion.services.accept import IngestError, raw_archive
+from memories import services as memory_services
+from memories.models import Source
+from memories.providers.llm import LLMError, get_llm
+from memories.redaction import redact
+
+logger = logging.getLogger("ultron.ingestion")
+
+
+@dataclass
+class TextIngestResult:
+    raw: RawUpload
+    uploads: list[memory_services.UploadResult]
+    extractor: str
+
+
+def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
+    """Extract memories from plain text and upload each through the memory funnel."""
+    if not isinstance(text, str) or not text.strip():
+        raise IngestError("text is required and must not be blank", field="text")
+    if len(text) > settings.ULTRON_INGEST_MAX_TEXT_CHARS:
+        raise IngestError(f"text is longer than {settings.ULTRON_INGEST_MAX_TEXT_CHARS} characters", status=413,
+                          field="text")
+    raw = raw_archive(kind=RawUpload.Kind.TEXT, name="ingest_text", agent=agent, data=text.encode("utf-8"), metadata={})
+    clean = redact(text).text
+    extractor = get_llm().name
+    try:
+        items = extract.extract(None, text=clean)
+    except LLMError as exc:
+        # The caller is waiting: the rules extract what they can rather than lose the text.
+        logger.warning("ingest_text: LLM extraction failed, using the offline extractor: %s", exc)
+        items = extract.extract_text_offline(clean)
+        extractor = "offline (LLM failed)"
+    uploads = []
+    for item in items:
+        try:
+            uploads.append(memory_services.memory_upload(
+                content=item.content, context=item.context, resolution=item.resolution, tags=item.tags,
+                agent=agent, source=Source.INGEST_TEXT, provenance={"raw_upload": raw.pk},
+            ))
+        except memory_services.MemoryInputError as exc:
+            logger.info("ingest_text: skipped an extracted item: %s", exc)
+    return TextIngestResult(raw, uploads, extractor)

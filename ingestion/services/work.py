@@ -1,0 +1,62 @@
+"""Pipeline work items (sessions to segment, segments to score or extract): claimed with a
+lease (``select_for_update(skip_locked=True)``), so several workers never take the same item
+and a crashed worker's items come back when the lease runs out. A failure never marks an item
+done: it counts an attempt, keeps the error, waits with exponential backoff and is parked
+after ``ULTRON_PIPELINE_MAX_ATTEMPTS``."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from ingestion.models import WorkState
+
+logger = logging.getLogger("ultron.ingestion")
+
+
+def claim(queryset: models.QuerySet, limit: int) -> list[int]:
+    now = timezone.now()
+    lease = timedelta(seconds=settings.ULTRON_PIPELINE_LEASE_SECONDS)
+    with transaction.atomic():
+        ids = list(
+            queryset.filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+            .order_by("pk")
+            .select_for_update(skip_locked=True)
+            .values_list("pk", flat=True)[:limit]
+        )
+        queryset.model.objects.filter(pk__in=ids).update(lease_until=now + lease)
+    return ids
+
+
+def attempt_failed(model: type[models.Model], pk: int, state_field: str, exc: BaseException) -> None:
+    """Count a failed attempt: retry later with backoff, or park after too many."""
+    item = model.objects.get(pk=pk)
+    item.attempts += 1
+    item.last_error = f"{type(exc).__name__}: {exc}"[:2000]
+    item.lease_until = None
+    if item.attempts >= settings.ULTRON_PIPELINE_MAX_ATTEMPTS:
+        setattr(item, state_field, WorkState.PARKED)
+        item.next_attempt_at = None
+        logger.error("%s %s parked after %d attempts: %s", model.__name__, pk, item.attempts, item.last_error)
+    else:
+        setattr(item, state_field, WorkState.FAILED)
+        delay = settings.ULTRON_PIPELINE_RETRY_SECONDS * (2 ** (item.attempts - 1))
+        item.next_attempt_at = timezone.now() + timedelta(seconds=delay)
+        logger.warning("%s %s failed (attempt %d), retry in %ss: %s", model.__name__, pk, item.attempts, delay,
+                       item.last_error)
+    item.save(update_fields=[state_field, "attempts", "last_error", "next_attempt_at", "lease_until"])
+
+
+def work_done(item: models.Model, state_field: str, extra: list[str]) -> None:
+    setattr(item, state_field, WorkState.DONE)
+    item.attempts = 0
+    item.last_error = ""
+    item.next_attempt_at = None
+    item.lease_until = None
+    item.save(update_fields=[state_field, "attempts", "last_error", "next_attempt_at", "lease_until", *extra])

@@ -1,0 +1,28 @@
+"""Serializer fields the hub's APIs share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers, booleans and other non-strings instead of coercing."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if "\x00" in data:
+            raise ValidationError("must not contain NUL characters")
+        return super().to_internal_value(data)
+
+
+def tags_field() -> serializers.ListField:
+    return serializers.ListField(
+        child=StrictCharField(max_length=settings.ULTRON_MAX_TAG_CHARS, allow_blank=True),
+        required=False,
+        max_length=100,
+    )

@@ -1,0 +1,134 @@
+"""Judgement: which type of memory is this (error, security, correction, pattern, preference,
+life)? With an LLM the model decides; without one, or when it fails, weighted English and
+Chinese cue words do."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from memories.judgements.prompts import memory_prompt, require_str
+from memories.models import MemoryType
+from memories.providers.llm import InvalidReply, LLMError, get_llm
+
+logger = logging.getLogger("ultron.memories")
+
+
+def classify(content: str, context: str, resolution: str) -> str:
+    llm = get_llm()
+    if not llm.available:
+        return classify_offline(content, context, resolution)
+
+    def validate(data: Any) -> str:
+        value = require_str(data, "memory_type").lower()
+        if value not in MemoryType.values:
+            raise InvalidReply(f"unknown memory_type {value!r}")
+        return value
+
+    system = (
+        "You classify one piece of shared agent experience. Types: "
+        "error (an error or failure and how it was fixed), security (vulnerabilities, leaked "
+        "secrets, unsafe practice), correction (a mistaken belief corrected), pattern (a "
+        "reusable approach or best practice), preference (how a user or team wants things "
+        "done), life (a shareable everyday fact). Reply with JSON only: "
+        '{"memory_type": "<type>"}'
+    )
+    try:
+        return llm.ask_json(
+            system=system, user=memory_prompt(content, context, resolution), validate=validate,
+            max_tokens=50, purpose="classify",
+        )
+    except LLMError as exc:
+        logger.warning("classification fell back to rules: %s", exc)
+        return classify_offline(content, context, resolution)
+
+
+# --- offline: cue words ------------------------------------------------------------------------
+# Each cue is a regular expression with a weight. English cues match on word boundaries,
+# Chinese ones as substrings. The type with the highest total wins; ties go to the earlier
+# type in _PRIORITY (security findings outrank errors, corrections outrank patterns...).
+_CUES: dict[str, list[tuple[str, float]]] = {
+    MemoryType.SECURITY: [
+        (r"\bsecurity\b", 2), (r"\bvulnerab\w*", 3), (r"\bcve-\d{4}-\d+", 4), (r"\bexploit\w*", 3),
+        (r"\bxss\b", 3), (r"\bcsrf\b", 3), (r"\bsql injection\b", 4), (r"\binjection\b", 2),
+        (r"\b(leak|leaked|leaking|exposed)\b", 2), (r"\bprivilege escalation\b", 4),
+        (r"\brce\b", 3), (r"\bmalicious\b", 3), (r"\bmalware\b", 3), (r"\bphishing\b", 3),
+        (r"\bcredentials?\b", 1.5), (r"\b(api[_ ]?key|secret key|access token)s?\b", 1.5),
+        (r"\brotate\b", 1), (r"\bsanitiz\w+", 1.5), (r"\bunauthori[sz]ed\b", 2), (r"\bsupply[- ]chain\b", 3),
+        (r"漏洞", 4), (r"安全", 2), (r"注入", 3), (r"泄露", 3), (r"密钥", 2), (r"越权", 4),
+        (r"攻击", 3), (r"恶意", 3), (r"权限提升", 4), (r"凭证", 2),
+    ],
+    MemoryType.CORRECTION: [
+        (r"\bactually\b", 2), (r"\bcorrection\b", 3), (r"\bcorrected\b", 2), (r"\bwrong\b", 1.5),
+        (r"\bmistaken(ly)?\b", 2), (r"\bnot\b[^.]{1,40}\bbut\b", 1.5), (r"\binstead of\b", 1.5),
+        (r"\bshould (have )?(be|use|been)\b", 1), (r"\bturns out\b", 2), (r"\bmisconception\b", 3),
+        (r"\bincorrect(ly)?\b", 2), (r"\bdo not use\b", 1), (r"\bdon'?t use\b", 1),
+        (r"\bno longer\b", 1), (r"\bdeprecated\b", 1.5), (r"\boutdated\b", 1.5),
+        (r"纠正", 3), (r"更正", 3), (r"其实", 2), (r"不是.{1,20}而是", 3), (r"搞错", 3),
+        (r"应该(用|是)", 1.5), (r"错误地", 2), (r"过时", 1.5),
+    ],
+    MemoryType.ERROR: [
+        (r"\berror\b", 2), (r"\berrors\b", 1.5), (r"\bexception\b", 2), (r"\btraceback\b", 3),
+        (r"\bfail(ed|s|ure|ing)?\b", 1.5), (r"\bcrash(ed|es)?\b", 2), (r"\bbug\b", 1.5),
+        (r"\berrno\b", 2), (r"\bstack ?trace\b", 2), (r"\b(cannot|can't|could not|couldn't)\b", 1),
+        (r"\bnot found\b", 1.5), (r"\bexit (code|status)\b", 2), (r"\btimed? ?out\b", 1.5),
+        (r"\b\w+Error\b", 2.5), (r"\bsegfault\b", 3), (r"\bdenied\b", 1), (r"\bbroken\b", 1),
+        (r"\bE(?:ACCES|NOENT|PERM|EXIST|CONNREFUSED|CONNRESET|ADDRINUSE|TIMEDOUT|PIPE|NOSPC|NOMEM)\b", 3),
+        (r"\bERR!", 2.5), (r"\bHTTP [45]\d\d\b|\b(?:401|403|404|500|502|503) (?:error|unauthorized|forbidden)", 2),
+        (r"\bfix(ed|es)?\b", 1), (r"\bworkaround\b", 1.5), (r"\bresolved?\b", 0.5),
+        (r"报错", 3), (r"错误", 2), (r"异常", 2), (r"失败", 2), (r"崩溃", 3), (r"超时", 2),
+        (r"修复", 1.5), (r"无法", 1),
+    ],
+    MemoryType.PREFERENCE: [
+        (r"\bprefer(s|red|ence|ences)?\b", 3), (r"\balways use\b", 2), (r"\bnever use\b", 2),
+        (r"\bi (like|love|hate|dislike)\b", 2), (r"\bplease (use|don'?t|do not|always|never)\b", 2),
+        (r"\b(user|team) (wants|likes|prefers|expects)\b", 3), (r"\bfavou?rite\b", 2),
+        (r"\bconvention\b", 1), (r"\bstyle\b", 0.5), (r"\brather than\b", 1),
+        (r"偏好", 3), (r"喜欢", 2), (r"习惯", 2), (r"总是用", 2), (r"不要用", 2), (r"更倾向", 3),
+        (r"请(使用|用|不要)", 2),
+    ],
+    MemoryType.PATTERN: [
+        (r"\bpattern\b", 2), (r"\bbest practices?\b", 3), (r"\bapproach\b", 1), (r"\btips?\b", 1.5),
+        (r"\bhow to\b", 1.5), (r"\bwhen\b[^.]{1,60}\buse\b", 1.5), (r"\brecipe\b", 1),
+        (r"\bworkflow\b", 1), (r"\bstrategy\b", 1), (r"\bidiom\b", 2), (r"\brule of thumb\b", 2),
+        (r"\bin general\b", 1), (r"\busually\b", 0.5), (r"\bconfigure\b", 0.5), (r"\busing\b", 0.3),
+        (r"模式", 2), (r"最佳实践", 3), (r"方法", 1), (r"技巧", 2), (r"步骤", 1), (r"通常", 1),
+    ],
+    MemoryType.LIFE: [
+        (r"\b(restaurant|recipe|travel|trip|flight|hotel|weather|holiday|vacation)s?\b", 2),
+        (r"\b(birthday|family|friend|kids?|pet|dog|cat|garden|hiking|movie|book|music)s?\b", 1.5),
+        (r"\b(cafe|coffee shop|museum|park|beach|concert)s?\b", 1.5),
+        (r"生活", 2), (r"旅行", 2), (r"餐厅", 2), (r"天气", 2), (r"菜谱", 2), (r"假期", 2),
+        (r"家人", 1.5), (r"朋友", 1.5), (r"电影", 1.5),
+    ],
+}
+_PRIORITY = [
+    MemoryType.SECURITY,
+    MemoryType.CORRECTION,
+    MemoryType.ERROR,
+    MemoryType.PREFERENCE,
+    MemoryType.PATTERN,
+    MemoryType.LIFE,
+]
+_COMPILED = {t: [(re.compile(p, re.IGNORECASE), w) for p, w in cues] for t, cues in _CUES.items()}
+_TECHNICAL_RE = re.compile(r"[`$/\\{}<>=]|\b(pip|npm|git|docker|python|sql|api|http|json|def|class)\b", re.I)
+
+
+def classify_offline(content: str, context: str = "", resolution: str = "") -> str:
+    """Rule-based memory type from English and Chinese cue words."""
+    # The content says what the memory is; context and resolution add weaker evidence.
+    scores = {t: 0.0 for t in _PRIORITY}
+    for text, weight in ((content, 1.0), (context, 0.5), (resolution, 0.5)):
+        if not text:
+            continue
+        for memory_type, cues in _COMPILED.items():
+            for pattern, cue_weight in cues:
+                hits = len(pattern.findall(text))
+                if hits:
+                    scores[memory_type] += weight * cue_weight * min(hits, 3)
+    best = max(_PRIORITY, key=lambda t: (scores[t], -_PRIORITY.index(t)))
+    if scores[best] > 0:
+        return str(best)
+    joined = " ".join((content, context, resolution))
+    return str(MemoryType.PATTERN if _TECHNICAL_RE.search(joined) else MemoryType.LIFE)

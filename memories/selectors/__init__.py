@@ -1,0 +1,48 @@
+"""Every read of the memory service, including the pgvector queries.
+
+- ``space``: the stored embedding space;
+- ``duplicates``: the memory an upload duplicates, near-duplicate pairs;
+- ``keywords``: the keyword side of search (lexemes, selective terms, tsquery);
+- ``search``: ranked search in SQL;
+- ``records``: details, lists, counts;
+- ``context``: context assembly within a token budget.
+"""
+
+from memories.selectors.context import AssembledContext, ContextBlock, context_assemble
+from memories.selectors.duplicates import (
+    DuplicateMatch,
+    memory_find_duplicate,
+    memory_pairs_near_duplicate,
+)
+from memories.selectors.keywords import (
+    keyword_query,
+    keyword_terms,
+    lexeme_counts,
+    lexeme_counts_forget,
+    selective_terms,
+)
+from memories.selectors.records import memory_details, memory_list, memory_stats
+from memories.selectors.search import SEARCH_MODES, SearchHit, memory_search
+from memories.selectors.space import embedding_column_dimensions, embedding_space_get
+
+__all__ = [
+    "SEARCH_MODES",
+    "AssembledContext",
+    "ContextBlock",
+    "DuplicateMatch",
+    "SearchHit",
+    "context_assemble",
+    "embedding_column_dimensions",
+    "embedding_space_get",
+    "keyword_query",
+    "keyword_terms",
+    "lexeme_counts",
+    "lexeme_counts_forget",
+    "memory_details",
+    "memory_find_duplicate",
+    "memory_list",
+    "memory_pairs_near_duplicate",
+    "memory_search",
+    "memory_stats",
+    "selective_terms",
+]

@@ -1,0 +1,83 @@
+"""Context assembly: a prompt-ready block of shared knowledge within a token budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.conf import settings
+
+from memories.models import Memory, Status, Tier
+from memories.selectors.search import memory_search
+from memories.text import estimate_tokens, truncate_tokens
+
+
+@dataclass
+class ContextBlock:
+    id: UUID
+    section: str  # hot | relevant
+    text: str
+    tokens: int
+
+
+@dataclass
+class AssembledContext:
+    text: str
+    tokens: int
+    blocks: list[ContextBlock]
+
+
+def _render(memory_type: str, summary_l0: str, overview_l1: str, *, full: bool) -> str:
+    if full and overview_l1:
+        return f"- [{memory_type}] {overview_l1}"
+    return f"- [{memory_type}] {summary_l0}"
+
+
+def context_assemble(
+    *, vector: list[float] | None, token_budget: int, hot_limit: int = 20, relevant_limit: int = 20,
+    memory_type: str | None = None, tags: list[str] | None = None, text: str = "",
+) -> AssembledContext:
+    """A prompt-ready block within ``token_budget`` (docs/flow.md#context): HOT memories first, one line
+    each, then the memories most relevant to the query with their L1 overview. The last
+    block that does not fit is cut at a sentence or word; the total never exceeds the budget
+    (tokens as :func:`memories.text.estimate_tokens` counts them)."""
+    headers = {"hot": "## Shared knowledge (HOT)", "relevant": "## Relevant memories"}
+    candidates: list[tuple[str, UUID, str]] = []
+    hot = Memory.objects.filter(status=Status.ACTIVE, tier=Tier.HOT)
+    if memory_type:
+        hot = hot.filter(memory_type=memory_type)
+    if tags:
+        hot = hot.filter(tags__contains=tags)
+    for row in hot.order_by("-hit_count", "-last_hit_at").values(
+        "id", "memory_type", "summary_l0", "overview_l1"
+    )[:hot_limit]:
+        candidates.append(("hot", row["id"], _render(row["memory_type"], row["summary_l0"], row["overview_l1"], full=False)))
+    if vector is not None:
+        seen = {c[1] for c in candidates}
+        for hit in memory_search(vector=vector, limit=relevant_limit, memory_type=memory_type, tags=tags,
+                                 mode=settings.ULTRON_SEARCH_MODE, text=text):
+            if hit.id not in seen:
+                candidates.append(("relevant", hit.id, _render(hit.memory_type, hit.summary_l0, hit.overview_l1, full=True)))
+    blocks: list[ContextBlock] = []
+    lines: list[str] = []
+    used = 0
+    section = None
+    for kind, memory_id, text in candidates:
+        header_cost = estimate_tokens(headers[kind]) if kind != section else 0
+        remaining = token_budget - used - header_cost
+        if remaining <= 3:
+            break
+        cost = estimate_tokens(text)
+        if cost > remaining:
+            text = truncate_tokens(text, remaining - 1)
+            cost = estimate_tokens(text)
+            if cost > remaining or not text:
+                break
+        if kind != section:
+            lines.append(headers[kind])
+            used += header_cost
+            section = kind
+        lines.append(text)
+        used += cost
+        blocks.append(ContextBlock(memory_id, kind, text, cost))
+    return AssembledContext("\n".join(lines), used, blocks)

@@ -1,0 +1,60 @@
+"""Reads of memory records: details, lists, counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count
+
+from memories.models import Memory, MemoryType, Status, Tier
+from memories.selectors.duplicates import LIST_FIELDS_DEFERRED
+from memories.selectors.space import embedding_space_get
+
+
+def memory_details(*, ids: list[Any]) -> list[Memory]:
+    """Full records of the active memories among ``ids``, in the order asked."""
+    found = {
+        m.pk: m
+        for m in Memory.objects.defer(*LIST_FIELDS_DEFERRED)
+        .select_related("agent")
+        .filter(pk__in=ids, status=Status.ACTIVE)
+    }
+    return [found[i] for i in ids if i in found]
+
+
+def memory_stats() -> dict[str, Any]:
+    rows = Memory.objects.values("status", "tier", "memory_type").annotate(n=Count("pk"))
+    by_status: dict[str, int] = {s: 0 for s in Status.values}
+    by_tier: dict[str, int] = {t: 0 for t in Tier.values}
+    by_type: dict[str, int] = {t: 0 for t in MemoryType.values}
+    for row in rows:
+        by_status[row["status"]] += row["n"]
+        if row["status"] == Status.ACTIVE:
+            by_tier[row["tier"]] += row["n"]
+            by_type[row["memory_type"]] += row["n"]
+    space = embedding_space_get()
+    return {
+        "total": sum(by_status.values()),
+        "by_status": by_status,
+        "by_tier": by_tier,
+        "by_type": by_type,
+        "merge_pending": Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).count(),
+        "embedding": (
+            {"provider": space.provider, "model": space.model, "dimensions": space.dimensions}
+            if space else None
+        ),
+    }
+
+
+def memory_list(
+    *, memory_type: str | None = None, tier: str | None = None, status: str = Status.ACTIVE,
+    tag: str | None = None,
+):
+    queryset = Memory.objects.defer(*LIST_FIELDS_DEFERRED).filter(status=status)
+    if memory_type:
+        queryset = queryset.filter(memory_type=memory_type)
+    if tier:
+        queryset = queryset.filter(tier=tier)
+    if tag:
+        queryset = queryset.filter(tags__contains=[tag.strip().lower()])
+    return queryset.order_by("-hit_count", "-created_at")

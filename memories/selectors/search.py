@@ -1,0 +1,201 @@
+"""Search: active memories for a query, ranked in SQL (docs/flow.md#search)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from memories.models import Memory, MemoryType, Tier
+from memories.selectors.keywords import keyword_query, keyword_terms, lexeme_quote, selective_terms
+from memories.vectors import vector_literal
+
+
+@dataclass
+class SearchHit:
+    id: UUID
+    memory_type: str
+    tier: str
+    tags: list[str]
+    hit_count: int
+    summary_l0: str
+    overview_l1: str
+    context: str
+    similarity: float
+    score: float
+    last_hit_at: datetime | None
+    created_at: datetime
+
+
+SEARCH_MODES = ("semantic", "keyword", "hybrid")
+RRF_K = 60
+
+# The tier and hotness factors of the score (docs/flow.md#search), as SQL over a row's tier and last hit.
+_FACTORS = """
+    CASE {alias}tier WHEN 'hot' THEN %(boost_hot)s WHEN 'warm' THEN %(boost_warm)s ELSE %(boost_cold)s END
+    * (1 - %(weight)s + %(weight)s * exp(
+          -%(decay)s * GREATEST(
+              EXTRACT(EPOCH FROM (now() - COALESCE({alias}last_hit_at, {alias}created_at))), 0
+          ) / 86400.0))"""
+# Candidate lists, each ranked by its own relevance times the tier and hotness factors, so the
+# fused list keeps the tier and hotness preferences without letting a boost swamp the fusion: the vector
+# side through the HNSW index, the keyword side through the GIN index on the tsvector.
+_SEMANTIC_CTE = """
+semantic AS (
+    SELECT id, row_number() OVER (ORDER BY (1 - distance) * factor DESC, id) AS rank FROM (
+        SELECT id, embedding <=> %(query)s::vector AS distance, {factors} AS factor
+        FROM {table} WHERE {where}
+        ORDER BY embedding <=> %(query)s::vector
+        LIMIT %(candidates)s
+    ) nearest
+)"""
+_KEYWORD_CTE = """
+keyword AS (
+    SELECT id, row_number() OVER (ORDER BY relevance * factor DESC, id) AS rank FROM (
+        SELECT id, ts_rank_cd(search_vector, %(rankquery)s::tsquery, 32) AS relevance,
+               {factors} AS factor
+        FROM (
+            -- at most this many matches are ranked: a bound on the work, whatever the query
+            SELECT id, search_vector, tier, last_hit_at, created_at FROM {table}
+            WHERE {where} AND search_vector @@ %(tsquery)s::tsquery
+            LIMIT %(keyword_cap)s
+        ) capped
+        ORDER BY relevance DESC, id
+        LIMIT %(candidates)s
+    ) matched
+)"""
+_SCORED_SQL = """
+WITH {ctes}, fused AS (
+    SELECT id, {base} AS base FROM ({union}) ranked GROUP BY id
+), scored AS (
+    SELECT m.id, m.memory_type, m.tier, m.tags, m.hit_count, m.summary_l0, m.overview_l1,
+           m.context, m.last_hit_at, m.created_at,
+           1 - (m.embedding <=> %(query)s::vector) AS similarity,
+           {score} AS score
+    FROM fused f JOIN {table} m ON m.id = f.id
+)
+SELECT * FROM scored
+WHERE score >= %(min_score)s
+ORDER BY score DESC, similarity DESC, id
+LIMIT %(limit)s
+"""
+
+
+def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str] | None) -> tuple[str, dict]:
+    """The WHERE condition for active memories matching the filters, and its parameters.
+    ``memory_type`` and ``tier`` are checked against their choices and written as literals, so
+    the planner can match the partial indexes' predicates."""
+    where = ["status = 'active'"]
+    params: dict[str, Any] = {}
+    if memory_type is not None:
+        if memory_type not in MemoryType.values:
+            raise ValueError(f"unknown memory_type {memory_type!r}")
+        where.append(f"memory_type = '{memory_type}'")
+    if tier is not None:
+        if tier not in Tier.values:
+            raise ValueError(f"unknown tier {tier!r}")
+        where.append(f"tier = '{tier}'")
+    if tags:
+        where.append("tags @> %(tags)s::varchar[]")
+        params["tags"] = list(tags)
+    return " AND ".join(where), params
+
+
+def search_sql(*, mode: str, condition: str, keyword: bool) -> str:
+    """The ranking statement for ``mode`` over the rows matching ``condition``; ``keyword``
+    says whether the query has keyword terms (without them hybrid ranks by the vector side)."""
+    table = Memory._meta.db_table
+    factors = _FACTORS.format(alias="")
+    ctes, lists = [], []
+    if mode in ("semantic", "hybrid"):
+        ctes.append(_SEMANTIC_CTE.format(table=table, where=condition, factors=factors))
+        lists.append("SELECT id, rank FROM semantic")
+    if mode in ("keyword", "hybrid") and keyword:
+        ctes.append(_KEYWORD_CTE.format(table=table, where=condition, factors=factors))
+        lists.append("SELECT id, rank FROM keyword")
+    if mode == "semantic":
+        # similarity × tier boost × (1 − w + w × hotness)
+        base = "0"
+        score = "(1 - (m.embedding <=> %(query)s::vector)) * " + _FACTORS.format(alias="m.")
+    else:
+        # Reciprocal-rank fusion of the (already boosted) lists: 1.0 for first in every list.
+        base = f"sum(1.0 / ({RRF_K} + rank)) * {RRF_K + 1}.0 / {len(lists)}"
+        score = "f.base"
+    return _SCORED_SQL.format(ctes=",".join(ctes), union=" UNION ALL ".join(lists), table=table, base=base,
+                              score=score)
+
+
+def search_params(
+    *, vector: list[float], terms: list[str], tsquery: str, limit: int, min_score: float,
+) -> dict[str, Any]:
+    """The parameters every ranking statement takes: the query, the ranking knobs from settings."""
+    return {
+        "query": vector_literal(vector),
+        "tsquery": tsquery,
+        "rankquery": " | ".join(lexeme_quote(term) for term in terms),
+        "candidates": _candidates(limit),
+        "keyword_cap": settings.ULTRON_SEARCH_KEYWORD_CAP,
+        "limit": limit,
+        "min_score": min_score,
+        "boost_hot": settings.ULTRON_TIER_BOOST_HOT,
+        "boost_warm": settings.ULTRON_TIER_BOOST_WARM,
+        "boost_cold": settings.ULTRON_TIER_BOOST_COLD,
+        "weight": settings.ULTRON_HOTNESS_WEIGHT,
+        "decay": settings.ULTRON_HOTNESS_DECAY,
+    }
+
+
+def _candidates(limit: int) -> int:
+    return max(limit * 4, 40)
+
+
+def memory_search(
+    *,
+    vector: list[float],
+    limit: int = 10,
+    memory_type: str | None = None,
+    tier: str | None = None,
+    tags: list[str] | None = None,
+    min_score: float = 0.0,
+    mode: str = "semantic",
+    text: str = "",
+) -> list[SearchHit]:
+    """Active memories for a query, ranked in SQL.
+
+    ``semantic``: similarity from the HNSW candidates (a few times ``limit``), score =
+    ``similarity × tier_boost × (1 − w + w × hotness)``. ``keyword``: PostgreSQL full-text
+    search over content, context and resolution, ranked by text relevance × the same factors.
+    ``hybrid``: both lists (each ranked by its relevance × the factors) fused by reciprocal rank
+    (k = 60), normalised so that first in every list is 1. Every result carries its raw cosine
+    similarity too. Filters on type use that type's partial index; tier and tag filters widen
+    the vector side's candidate list, because pgvector applies them after the index scan.
+    """
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    condition, params = _search_filters(memory_type=memory_type, tier=tier, tags=tags)
+    terms = keyword_terms(text) if mode != "semantic" else []
+    tsquery = keyword_query(selective_terms(terms))
+    if mode == "keyword" and not tsquery:
+        return []
+    filtered = tier is not None or bool(tags)
+    ef = max(settings.ULTRON_SEARCH_FILTERED_EF if filtered else settings.ULTRON_SEARCH_EF, _candidates(limit))
+    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery))
+    params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}")
+        cursor.execute(sql, params)
+        columns = [col.name for col in cursor.description]
+        rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    return [
+        SearchHit(
+            id=row["id"], memory_type=row["memory_type"], tier=row["tier"], tags=list(row["tags"]),
+            hit_count=row["hit_count"], summary_l0=row["summary_l0"], overview_l1=row["overview_l1"],
+            context=row["context"], similarity=float(row["similarity"]), score=float(row["score"]),
+            last_hit_at=row["last_hit_at"], created_at=row["created_at"],
+        )
+        for row in rows
+    ]

@@ -1,0 +1,71 @@
+"""Every write of the memory service. API views, pages, tasks and commands call these
+functions; none of them bypasses validation, redaction or the duplicate check.
+
+- ``inputs``: validating and redacting a memory's fields;
+- ``embedding_space``: the one embedding model every vector belongs to, re-embedding;
+- ``upload``: the upload funnel (dedup, contributions);
+- ``merge``: LLM merges of contributions, summaries, consolidation of leftover pairs;
+- ``tiers``: hit counts and the HOT / WARM / COLD rebalance;
+- ``lifecycle``: archive, restore, delete;
+- ``recall``: search, details and context for agents (they count hits).
+"""
+
+from memories.services.embedding_space import (
+    EmbeddingSpaceMismatch,
+    embed_texts,
+    embedding_space_ensure,
+    embedding_space_forget,
+    memories_reembed,
+)
+from memories.services.inputs import (
+    CleanMemory,
+    MemoryInputError,
+    memory_input_clean,
+    tags_normalise,
+)
+from memories.services.lifecycle import memory_archive, memory_delete, memory_restore
+from memories.services.merge import (
+    memories_consolidate,
+    memories_merge_retry,
+    memory_merge_contributions,
+    memory_summarize,
+)
+from memories.services.recall import SearchOutcome, context_build, memories_read, memories_search
+from memories.services.tiers import (
+    DETAILS_HIT,
+    SEARCH_HIT,
+    RebalanceResult,
+    memory_hits_record,
+    tiers_rebalance,
+)
+from memories.services.upload import UploadResult, memory_upload
+
+__all__ = [
+    "DETAILS_HIT",
+    "SEARCH_HIT",
+    "CleanMemory",
+    "EmbeddingSpaceMismatch",
+    "MemoryInputError",
+    "RebalanceResult",
+    "SearchOutcome",
+    "UploadResult",
+    "context_build",
+    "embed_texts",
+    "embedding_space_ensure",
+    "embedding_space_forget",
+    "memories_consolidate",
+    "memories_merge_retry",
+    "memories_read",
+    "memories_reembed",
+    "memories_search",
+    "memory_archive",
+    "memory_delete",
+    "memory_hits_record",
+    "memory_input_clean",
+    "memory_merge_contributions",
+    "memory_restore",
+    "memory_summarize",
+    "memory_upload",
+    "tags_normalise",
+    "tiers_rebalance",
+]

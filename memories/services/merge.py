@@ -1,0 +1,138 @@
+"""Merging: folding duplicate uploads into their memory (with an LLM), regenerating
+summaries, and consolidating near-duplicate pairs left over."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memories import signals
+from memories.judgements import merge as merge_judgement
+from memories.judgements.prompts import llm_available
+from memories.judgements.summarize import summarize
+from memories.models import Memory, MemoryContribution, Status
+from memories.selectors import memory_pairs_near_duplicate
+from memories.services.embedding_space import embed_texts
+from memories.services.inputs import MemoryInputError, memory_input_clean, tags_normalise
+from memories.text import content_hash, embedding_text
+
+logger = logging.getLogger("ultron.memories")
+
+
+def memory_summarize(*, memory_id: Any) -> bool:
+    """Regenerate L0/L1 from the current body (LLM, else extractive). False if it changed meanwhile."""
+    memory = Memory.objects.defer("embedding").filter(pk=memory_id).first()
+    if memory is None:
+        return False
+    l0, l1 = summarize(memory.content, memory.context, memory.resolution)
+    updated = Memory.objects.filter(pk=memory.pk, content_hash=memory.content_hash).update(
+        summary_l0=l0, overview_l1=l1, updated_at=timezone.now()
+    )
+    return bool(updated)
+
+
+def memory_merge_contributions(*, memory_id: Any) -> bool:
+    """Fold a memory's unmerged contributions into it with the LLM (docs/flow.md#merging).
+
+    Returns True when the memory has nothing left to merge. Without an LLM, or when it fails,
+    the memory keeps its text and stays ``merge_pending`` for a later retry.
+    """
+    memory = Memory.objects.defer("embedding").filter(pk=memory_id, status=Status.ACTIVE).first()
+    if memory is None:
+        return True
+    pending = list(memory.contributions.filter(merged_at__isnull=True).order_by("created_at"))
+    if not pending:
+        if memory.merge_pending:
+            Memory.objects.filter(pk=memory.pk).update(merge_pending=False)
+        return True
+    merged = merge_judgement.merge(
+        (memory.content, memory.context, memory.resolution),
+        [(c.content, c.context, c.resolution) for c in pending],
+        memory.tags,
+    )
+    if merged is None:
+        if not memory.merge_pending:
+            Memory.objects.filter(pk=memory.pk).update(merge_pending=True)
+        return False
+    # The model only saw redacted text, but what it writes is checked like any other input.
+    try:
+        clean = memory_input_clean(
+            content=merged.content,
+            context=merged.context,
+            resolution=merged.resolution,
+            tags=tags_normalise(memory.tags + merged.tags),
+        )
+    except MemoryInputError as exc:
+        logger.warning("merge of %s rejected: %s", memory.pk, exc)
+        return False
+    new_hash = content_hash(clean.content, clean.context, clean.resolution)
+    body_changed = new_hash != memory.content_hash
+    update: dict[str, Any] = {"tags": clean.tags, "merge_pending": False, "updated_at": timezone.now()}
+    if body_changed:
+        l0, l1 = summarize(clean.content, clean.context, clean.resolution)
+        vector = embed_texts([embedding_text(memory.memory_type, clean.content, clean.context, clean.resolution)])[0]
+        update.update(
+            content=clean.content, context=clean.context, resolution=clean.resolution,
+            content_hash=new_hash, summary_l0=l0, overview_l1=l1, embedding=vector,
+        )
+    with transaction.atomic():
+        # Apply only if nobody changed the body while the model was thinking.
+        updated = Memory.objects.filter(pk=memory.pk, content_hash=memory.content_hash).update(**update)
+        if not updated:
+            return False
+        MemoryContribution.objects.filter(pk__in=[c.pk for c in pending]).update(merged_at=timezone.now())
+        still_pending = memory.contributions.filter(merged_at__isnull=True).exists()
+        if still_pending:
+            Memory.objects.filter(pk=memory.pk).update(merge_pending=True)
+        if body_changed:
+            signals.memory_changed.send(sender=Memory, memory_id=memory.pk)
+    return not still_pending
+
+
+def memories_merge_retry(*, limit: int = 100) -> dict[str, int]:
+    """Retry the merge of memories left ``merge_pending`` (the scheduled pipeline step)."""
+    if not llm_available():
+        pending = Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).count()
+        return {"attempted": 0, "merged": 0, "pending": pending}
+    ids = list(
+        Memory.objects.filter(status=Status.ACTIVE, merge_pending=True)
+        .order_by("updated_at").values_list("pk", flat=True)[:limit]
+    )
+    merged = sum(1 for memory_id in ids if memory_merge_contributions(memory_id=memory_id))
+    pending = Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).count()
+    return {"attempted": len(ids), "merged": merged, "pending": pending}
+
+
+def memories_consolidate(*, limit: int = 50) -> dict[str, int]:
+    """Fold near-duplicate active pairs left over (e.g. from before a threshold change) into one
+    memory: the newer becomes a contribution of the older and is archived; bounded per run.
+    Off unless ULTRON_CONSOLIDATION_ENABLED."""
+    if not settings.ULTRON_CONSOLIDATION_ENABLED:
+        return {"enabled": 0, "merged": 0}
+    merged = 0
+    for keep_id, drop_id, similarity in memory_pairs_near_duplicate(limit=limit):
+        with transaction.atomic():
+            pair = {m.pk: m for m in Memory.objects.select_for_update().defer("embedding")
+                    .filter(pk__in=[keep_id, drop_id], status=Status.ACTIVE)}
+            if len(pair) != 2:
+                continue
+            keep, drop = pair[keep_id], pair[drop_id]
+            MemoryContribution.objects.create(
+                memory=keep, agent=drop.agent, content=drop.content, context=drop.context,
+                resolution=drop.resolution, tags=drop.tags, similarity=similarity, match_reason="consolidated",
+                source=drop.source, provenance={**drop.provenance, "consolidated_from": str(drop.pk)},
+                redaction_counts=drop.redaction_counts,
+            )
+            Memory.objects.filter(pk=keep.pk).update(
+                hit_count=F("hit_count") + drop.hit_count, merge_pending=True, updated_at=timezone.now(),
+                tags=tags_normalise(keep.tags + drop.tags),
+            )
+            Memory.objects.filter(pk=drop.pk).update(status=Status.ARCHIVED, archived_at=timezone.now())
+            signals.memory_removed.send(sender=Memory, memory_id=drop.pk)
+            merged += 1
+    return {"enabled": 1, "merged": merged}

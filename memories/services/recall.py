@@ -1,0 +1,75 @@
+"""What agents read — search, details, context — as services: each redacts and embeds the
+query, asks the selectors, and counts a hit on every memory it hands back (a search result
+one, a details read two), so the tiers follow what proves useful."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.conf import settings
+
+from memories import selectors
+from memories.models import Memory
+from memories.redaction import redact
+from memories.selectors import AssembledContext, SearchHit
+from memories.services.embedding_space import embed_texts
+from memories.services.inputs import tags_normalise
+from memories.services.tiers import DETAILS_HIT, SEARCH_HIT, memory_hits_record
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    hits: list[SearchHit]
+    mode: str
+
+
+def memories_search(
+    *,
+    query: str,
+    limit: int = 10,
+    memory_type: str | None = None,
+    tier: str | None = None,
+    tags: list[str] | None = None,
+    min_score: float = 0.0,
+    mode: str | None = None,
+) -> SearchOutcome:
+    """Active memories for a query (redacted before it is embedded or matched), ranked, each
+    counted as hit; ``mode`` defaults to ``ULTRON_SEARCH_MODE``."""
+    mode = mode or settings.ULTRON_SEARCH_MODE
+    text = redact(query).text
+    vector = embed_texts([text])[0]
+    hits = selectors.memory_search(
+        vector=vector, limit=limit, memory_type=memory_type, tier=tier, tags=tags_normalise(tags or []),
+        min_score=min_score, mode=mode, text=text,
+    )
+    memory_hits_record(ids=[hit.id for hit in hits], amount=SEARCH_HIT)
+    return SearchOutcome([replace(hit, hit_count=hit.hit_count + SEARCH_HIT) for hit in hits], mode)
+
+
+def memories_read(*, ids: list[Any]) -> tuple[list[Memory], list[Any]]:
+    """Full records of the active memories among ``ids`` (in the order asked, each counted as
+    a details hit) and the ids not found."""
+    ids = list(dict.fromkeys(ids))
+    memories = selectors.memory_details(ids=ids)
+    memory_hits_record(ids=[m.pk for m in memories], amount=DETAILS_HIT)
+    for memory in memories:
+        memory.hit_count += DETAILS_HIT
+    found = {m.pk for m in memories}
+    return memories, [i for i in ids if i not in found]
+
+
+def context_build(
+    *, query: str = "", token_budget: int, memory_type: str | None = None, tags: list[str] | None = None,
+) -> AssembledContext:
+    """A prompt-ready block of shared knowledge within ``token_budget``: HOT memories, then
+    those relevant to ``query``. Only the relevant ones count as hits: HOT ones are included for
+    every caller, and counting them would keep them HOT forever."""
+    text = redact(query.strip()).text if query.strip() else ""
+    vector = embed_texts([text])[0] if text else None
+    assembled = selectors.context_assemble(
+        vector=vector, token_budget=token_budget, memory_type=memory_type, tags=tags_normalise(tags or []),
+        text=text,
+    )
+    memory_hits_record(ids=[b.id for b in assembled.blocks if b.section == "relevant"], amount=SEARCH_HIT)
+    return assembled

@@ -1,0 +1,100 @@
+"""Hits and tiers: every read that finds a memory counts, and the rebalance ranks all active
+memories into HOT / WARM / COLD by those counts, archiving stale COLD ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memories import signals
+from memories.models import Memory, Status
+
+SEARCH_HIT = 1
+DETAILS_HIT = 2
+
+
+def memory_hits_record(*, ids: list[Any], amount: int) -> int:
+    """Add ``amount`` to the hit count of each active memory in ``ids``; returns rows touched."""
+    if not ids:
+        return 0
+    return Memory.objects.filter(pk__in=ids, status=Status.ACTIVE).update(
+        hit_count=F("hit_count") + amount, last_hit_at=timezone.now()
+    )
+
+
+@dataclass(frozen=True)
+class RebalanceResult:
+    hot: int
+    warm: int
+    cold: int
+    changed: int
+    archived: int
+
+
+# One statement: rank every active memory, then write only the rows whose tier changes or that
+# are archived (stale COLD) — a row that does both is written once.
+_REBALANCE_SQL = """
+WITH ranked AS (
+    SELECT id, tier AS old_tier, COALESCE(last_hit_at, created_at) AS seen,
+           row_number() OVER (
+               ORDER BY hit_count DESC, COALESCE(last_hit_at, created_at) DESC, created_at DESC, id
+           ) AS rank,
+           count(*) OVER () AS total
+    FROM {table}
+    WHERE status = 'active'
+), tiered AS (
+    SELECT id, old_tier, seen,
+           CASE
+               WHEN rank <= (total * %(hot)s + 99) / 100 THEN 'hot'
+               WHEN rank <= (total * %(hot_warm)s + 99) / 100 THEN 'warm'
+               ELSE 'cold'
+           END AS tier
+    FROM ranked
+), decided AS (
+    SELECT id, tier, tier <> old_tier AS moved,
+           (%(days)s > 0 AND tier = 'cold' AND seen < now() - make_interval(days => %(days)s)) AS archive
+    FROM tiered
+), written AS (
+    UPDATE {table} AS m
+    SET tier = d.tier,
+        status = CASE WHEN d.archive THEN 'archived' ELSE m.status END,
+        archived_at = CASE WHEN d.archive THEN now() ELSE m.archived_at END
+    FROM decided d
+    WHERE m.id = d.id AND (d.moved OR d.archive)
+    RETURNING d.moved, d.archive
+)
+SELECT count(*) FILTER (WHERE moved), count(*) FILTER (WHERE archive) FROM written
+"""
+
+
+def tiers_rebalance() -> RebalanceResult:
+    """Re-tier every active memory by rank and archive stale COLD ones, in set-based SQL.
+
+    Rank: hit_count desc, then last hit desc. The top ``ULTRON_HOT_PERCENT`` (rounded up) are
+    HOT, up to ``HOT + WARM`` percent WARM, the rest COLD. COLD memories not hit (or created)
+    for ``ULTRON_ARCHIVE_AFTER_DAYS`` days are archived (0 disables archival).
+    """
+    table = Memory._meta.db_table
+    hot = settings.ULTRON_HOT_PERCENT
+    params = {"hot": hot, "hot_warm": hot + settings.ULTRON_WARM_PERCENT}
+    params["days"] = settings.ULTRON_ARCHIVE_AFTER_DAYS
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Sort and join a million rows in memory rather than in temporary files (this statement only).
+        cursor.execute("SET LOCAL work_mem = '256MB'")
+        cursor.execute(_REBALANCE_SQL.format(table=table), params)
+        changed, archived = cursor.fetchone()
+        if archived:
+            signals.memories_archived.send(sender=Memory)
+        cursor.execute(
+            f"SELECT tier, count(*) FROM {table} WHERE status = 'active' GROUP BY tier"
+        )
+        counts = dict(cursor.fetchall())
+    return RebalanceResult(
+        hot=counts.get("hot", 0), warm=counts.get("warm", 0), cold=counts.get("cold", 0),
+        changed=changed, archived=archived,
+    )

@@ -1,0 +1,36 @@
+"""Events of the memory service, for the apps above it.
+
+The memory service knows nothing of the apps built on it (clusters, ingestion); when one of
+them must follow what happened to a memory, it connects a receiver to one of these signals in
+its ``AppConfig.ready()``. Each signal is sent explicitly by the service function that did the
+work — never from a model's ``save()`` — with ``send()``, not ``send_robust()``: receivers run
+synchronously inside the sender's transaction, so a receiver that fails rolls the whole change
+back instead of leaving the two apps out of step.
+
+Every signal is sent with ``sender=Memory`` (the model class) and keyword arguments only.
+"""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+#: A new active memory was stored (not a merge into an existing one). Args: ``memory_id``.
+memory_added = Signal()
+
+#: An active memory's embedding changed (merge rewrote its body, a curator edited it) or an
+#: archived memory became active again. Args: ``memory_id``.
+memory_changed = Signal()
+
+#: A memory leaves the active set: archived, merged away, or about to be deleted (sent before
+#: the row goes, inside the same transaction). Args: ``memory_id``.
+memory_removed = Signal()
+
+#: Many memories were archived in one statement (the tier rebalance). No args: receivers look
+#: for rows that are no longer active.
+memories_archived = Signal()
+
+#: The embedding column changed dimension (a new embedding model). Args: ``dimensions``.
+embedding_dimensions_changed = Signal()
+
+#: Every memory was re-embedded with a new model (inside the re-embedding transaction).
+memories_reembedded = Signal()
