@@ -22,6 +22,9 @@ def django_setup() -> None:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ultron_site.settings")
     os.environ.setdefault("ULTRON_LOG_LEVEL", "warning")
+    from ultron_site.startup import prepare
+
+    prepare()  # as manage.py does: the embedded PostgreSQL when DATABASE_URL is unset
     import django
 
     django.setup()

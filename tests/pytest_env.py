@@ -3,6 +3,9 @@
 Tests use the real offline LLM provider and the real local embedding model; a test that needs
 a particular model answer points the settings at the fake LLM server in ``tests/fakes.py``.
 django-q2 reads ``sync`` when it is imported, so it has to be set here, not per test.
+Start-up runs here too, as in manage.py: without DATABASE_URL (pytest run on its own rather
+than by ``make test``) the embedded PostgreSQL is started and DATABASE_URL set, which the
+subprocesses some tests start inherit.
 """
 
 import os
@@ -16,3 +19,7 @@ os.environ.pop("DASHSCOPE_API_KEY", None)
 os.environ.pop("OPENAI_BASE_URL", None)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from ultron_site.startup import prepare  # noqa: E402
+
+prepare(serve=True)  # the test client serves static files

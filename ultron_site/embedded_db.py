@@ -1,6 +1,7 @@
 """The embedded PostgreSQL + pgvector server (the ``pgserver`` package).
 
-Used when ``DATABASE_URL`` is not set. The server lives under ``<ULTRON_DATA_DIR>/pg``,
+Used when ``DATABASE_URL`` is not set: start-up (``ultron_site.startup.prepare``) starts it
+and sets ``DATABASE_URL`` to its URI. The server lives under ``<ULTRON_DATA_DIR>/pg``,
 listens only on a Unix socket, and is left running when a process exits so that the web
 server, the worker and management commands all attach to the same one. ``make run`` stops
 it on Ctrl-C when it was the one that started it.
@@ -43,9 +44,9 @@ def tuning() -> dict[str, str]:
     """Server settings for the embedded PostgreSQL. initdb's defaults (128 MB of shared
     buffers) make a million-memory HNSW index live in the OS cache and cost every search page
     copies; ULTRON_EMBEDDED_PG_SHARED_BUFFERS_MB sets the buffer pool (default 1024)."""
-    from ultron_site.env import env_int
+    from ultron_site.env import env_get
 
-    shared = env_int("ULTRON_EMBEDDED_PG_SHARED_BUFFERS_MB", 1024, minimum=16, maximum=1_048_576)
+    shared = env_get("ULTRON_EMBEDDED_PG_SHARED_BUFFERS_MB")  # declared in ultron_site/env.py
     return {
         "shared_buffers": f"{shared}MB",
         "effective_cache_size": f"{max(shared * 3, 4096)}MB",

