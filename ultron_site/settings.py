@@ -397,7 +397,6 @@ ULTRON_RAW_ARCHIVE_REDACT = env_bool(
     deprecated_names=["RAW_ARCHIVE_REDACT"],
     help="true: the raw archive keeps the redacted text instead of the original bytes.",
 )
-RAW_ARCHIVE_REDACT = ULTRON_RAW_ARCHIVE_REDACT  # old attribute name, until ingestion reads the new
 ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float(
     "ULTRON_SEGMENT_SHIFT_THRESHOLD", 0.2, minimum=-1.0, maximum=1.0, group="ingestion",
     help="Offline segmenter: a user turn less similar than this to the current goals starts a "
@@ -449,7 +448,7 @@ ULTRON_RECRYSTALLIZATION_DELTA = env_int(
 ULTRON_PIPELINE_INTERVAL_HOURS = env_float(
     "ULTRON_PIPELINE_INTERVAL_HOURS", 6.0, minimum=0.05, group="pipeline",
     deprecated_names=["ULTRON_DECAY_INTERVAL_HOURS"],
-    help="How often the pipeline runs (segmentation, metrics, extraction, merge retry, tier "
+    help="How often the pipeline runs (segmentation, scoring, extraction, merge retry, tier "
          "rebalance, crystallization, consolidation), in hours.",
 )
 ULTRON_Q_WORKERS = env_int(
