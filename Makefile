@@ -35,5 +35,10 @@ bench: $(STAMP)
 	$(PY) bench/rebalance.py --n 100000
 	$(PY) bench/memory.py --requests 30 --sessions 2
 
+# Also part of `make test` (tests/site/test_code_quality.py), so CI runs them too.
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
+	# Settings only read the environment, so mypy's Django plugin needs no running database.
+	DATABASE_URL=$${DATABASE_URL:-postgresql://lint@localhost/lint} DJANGO_SECRET_KEY=$${DJANGO_SECRET_KEY:-lint} \
+		$(PY) -m mypy

@@ -94,7 +94,7 @@ class ClusterCrystallizeApi(APIView):
         return Response({
             "cluster": selectors.cluster_summary(cluster),
             "version": SkillVersionSerializer(version).data if version else None,
-            "skill": cluster.skill.slug if cluster.skill_id else None,
+            "skill": cluster.skill.slug if cluster.skill else None,
         })
 
 

@@ -1,4 +1,4 @@
-"""Knowledge clusters and the skills crystallized from them (SPEC §2, §10)."""
+"""Knowledge clusters and the skills crystallized from them (docs/flow.md#clusters-and-skills)."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def cluster_summary(cluster: KnowledgeCluster) -> dict[str, Any]:
         "size": cluster.member_count,
         "readiness": readiness(cluster),
         "threshold": settings.ULTRON_CRYSTALLIZATION_THRESHOLD,
-        "skill": cluster.skill.slug if cluster.skill_id else None,
+        "skill": cluster.skill.slug if cluster.skill else None,
         "superseded_skill_slugs": cluster.superseded_skill_slugs,
         "last_crystallization": {
             "at": cluster.last_crystallization_at,

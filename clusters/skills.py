@@ -1,4 +1,4 @@
-"""Writing a skill from a cluster's memories, checking it, and verifying it (SPEC §10).
+"""Writing a skill from a cluster's memories, checking it, and verifying it (docs/flow.md#clusters-and-skills).
 
 Everything here fails closed: a draft that misses the quality bar, a claim no member supports,
 a contradiction, or an LLM error all leave the skill unpublished, with the reason recorded.

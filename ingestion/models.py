@@ -1,4 +1,4 @@
-"""Raw archive, sessions, task segments and their provenance links (SPEC §2, §9)."""
+"""Raw archive, sessions, task segments and their provenance links (docs/flow.md#records, #ingestion)."""
 
 from __future__ import annotations
 

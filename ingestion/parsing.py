@@ -125,7 +125,9 @@ def normalise_row(row: Any, line: int) -> tuple[Message | None, str | None]:
         parts.append(_stringify(content))
     for call in row.get("tool_calls") or []:  # OpenAI assistant tool calls
         if isinstance(call, dict):
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            function = call.get("function")
+            if not isinstance(function, dict):
+                function = {}
             name = _stringify(function.get("name", call.get("name", "tool")))
             message.tool_names.append(name)
             parts.append(f"[tool call {name}] {_clip(_stringify(function.get('arguments', '')), 2000)}")

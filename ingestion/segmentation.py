@@ -1,4 +1,4 @@
-"""Splitting a session into independent task segments (SPEC §9).
+"""Splitting a session into independent task segments (docs/flow.md#segmentation).
 
 A new segment starts where the user turns to a clearly different goal; follow-ups stay in the
 segment. With an LLM the model proposes the split for each window of the session that fits its
@@ -10,6 +10,7 @@ otherwise a turn whose embedding is far from the goals of the current segment st
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -54,7 +55,7 @@ class Span:
 
 
 def fingerprint(messages: list[Message]) -> str:
-    """SHA-256 of the canonical segment messages, first 16 hex characters (SPEC §2)."""
+    """SHA-256 of the canonical segment messages, first 16 hex characters."""
     canonical = json.dumps([[m.role, m.text] for m in messages], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
@@ -121,6 +122,10 @@ def _windows(messages: list[Message]) -> list[tuple[int, int]]:
     return windows
 
 
+def _validate_window(data: Any, *, first: int, end: int) -> list[Span]:
+    return validate_spans(data, first, end)
+
+
 def validate_spans(data: Any, start: int, end: int) -> list[Span]:
     """The model's answer must cover [start, end) with contiguous, in-bounds segments."""
     if not isinstance(data, dict) or not isinstance(data.get("segments"), list) or not data["segments"]:
@@ -137,7 +142,9 @@ def validate_spans(data: Any, start: int, end: int) -> list[Span]:
             raise InvalidReply(f"segments are not contiguous at {first} (expected {expected})")
         if last < first or last >= end:
             raise InvalidReply(f"segment {first}-{last} is out of bounds")
-        topic = item.get("topic") if isinstance(item.get("topic"), str) else ""
+        topic = item.get("topic")
+        if not isinstance(topic, str):
+            topic = ""
         spans.append(Span(first, last + 1, topic.strip()[:200]))
         expected = last + 1
     if expected != end:
@@ -162,7 +169,7 @@ def segment_with_llm(messages: list[Message]) -> list[Span]:
         window_spans = llm.ask_json(
             system=SYSTEM_PROMPT,
             user=f"Messages {start} to {end - 1}:\n{listing}",
-            validate=lambda data, a=start, b=end: validate_spans(data, a, b),
+            validate=functools.partial(_validate_window, first=start, end=end),
             max_tokens=1500,
             purpose="segment",
         )

@@ -24,7 +24,9 @@ def _agent(request: Request):
 class MemoryUploadApi(APIView):
     class InputSerializer(serializers.Serializer):
         content = StrictCharField(max_length=settings.ULTRON_MAX_CONTENT_CHARS)
-        context = StrictCharField(max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
+        # A field named like a serializer attribute: DRF takes it out of the class, mypy cannot know.
+        context = StrictCharField(  # type: ignore[assignment]
+            max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
         resolution = StrictCharField(max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
         tags = tags_field()
 
@@ -57,7 +59,7 @@ class SearchHitSerializer(serializers.Serializer):
     similarity_score = serializers.SerializerMethodField()
     score = serializers.SerializerMethodField()
     overview_l1 = serializers.CharField(required=False)
-    context = serializers.CharField(required=False)
+    context = serializers.CharField(required=False)  # type: ignore[assignment]
 
     def __init__(self, *args, detail_level: str = "l1", **kwargs):
         super().__init__(*args, **kwargs)
@@ -96,7 +98,7 @@ class MemorySearchApi(APIView):
 class MemoryRecordSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="pk")
     content = serializers.CharField()
-    context = serializers.CharField()
+    context = serializers.CharField()  # type: ignore[assignment]
     resolution = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     memory_type = serializers.CharField()
@@ -109,7 +111,7 @@ class MemoryRecordSerializer(serializers.Serializer):
     merge_pending = serializers.BooleanField()
     redactions = serializers.DictField(source="redaction_counts", child=serializers.IntegerField())
     agent = serializers.CharField(source="agent.name", allow_null=True, default=None)
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 

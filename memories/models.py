@@ -1,4 +1,4 @@
-"""Memory records and the uploads merged into them (SPEC §2)."""
+"""Memory records and the uploads merged into them (docs/flow.md#records)."""
 
 from __future__ import annotations
 

@@ -31,8 +31,8 @@ class _Grouping:
 def _group_in_order(vectors: list[Any], *, threshold: float, dims: int) -> _Grouping:
     """Each vector, in order, joins the most similar cluster so far at cosine ≥ ``threshold``
     (against the running unit centroid) or starts a new one."""
-    sums = np.zeros((1024, dims), dtype=np.float32)   # grows by doubling
-    units = np.zeros((1024, dims), dtype=np.float32)
+    sums: np.ndarray = np.zeros((1024, dims), dtype=np.float32)   # grows by doubling
+    units: np.ndarray = np.zeros((1024, dims), dtype=np.float32)
     count = 0
     assignment: list[int] = []
     similarity: list[float] = []

@@ -14,7 +14,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ingestion.models import WorkState
+from ingestion.models import WorkItem, WorkState
 
 logger = logging.getLogger("ultron.ingestion")
 
@@ -30,13 +30,13 @@ def claim(queryset: models.QuerySet, limit: int) -> list[int]:
             .select_for_update(skip_locked=True)
             .values_list("pk", flat=True)[:limit]
         )
-        queryset.model.objects.filter(pk__in=ids).update(lease_until=now + lease)
+        queryset.model._default_manager.filter(pk__in=ids).update(lease_until=now + lease)
     return ids
 
 
-def attempt_failed(model: type[models.Model], pk: int, state_field: str, exc: BaseException) -> None:
+def attempt_failed(model: type[WorkItem], pk: int, state_field: str, exc: BaseException) -> None:
     """Count a failed attempt: retry later with backoff, or park after too many."""
-    item = model.objects.get(pk=pk)
+    item = model._default_manager.get(pk=pk)
     item.attempts += 1
     item.last_error = f"{type(exc).__name__}: {exc}"[:2000]
     item.lease_until = None
@@ -53,7 +53,7 @@ def attempt_failed(model: type[models.Model], pk: int, state_field: str, exc: Ba
     item.save(update_fields=[state_field, "attempts", "last_error", "next_attempt_at", "lease_until"])
 
 
-def work_done(item: models.Model, state_field: str, extra: list[str]) -> None:
+def work_done(item: WorkItem, state_field: str, extra: list[str]) -> None:
     setattr(item, state_field, WorkState.DONE)
     item.attempts = 0
     item.last_error = ""

@@ -118,7 +118,7 @@ _TECHNICAL_RE = re.compile(r"[`$/\\{}<>=]|\b(pip|npm|git|docker|python|sql|api|h
 def classify_offline(content: str, context: str = "", resolution: str = "") -> str:
     """Rule-based memory type from English and Chinese cue words."""
     # The content says what the memory is; context and resolution add weaker evidence.
-    scores = {t: 0.0 for t in _PRIORITY}
+    scores: dict[str, float] = {t: 0.0 for t in _PRIORITY}
     for text, weight in ((content, 1.0), (context, 0.5), (resolution, 0.5)):
         if not text:
             continue

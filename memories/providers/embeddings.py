@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from django.conf import settings
@@ -79,7 +79,8 @@ class BatchingEncoder:
         try:
             while not request.done:
                 with self._cond:
-                    batch, count = [], 0
+                    batch: list[_Request] = []
+                    count = 0
                     while self._pending and (not batch or count + len(self._pending[0].pieces) <= self._max_pieces):
                         taken = self._pending.pop(0)
                         batch.append(taken)
@@ -113,6 +114,7 @@ class BatchingEncoder:
     def _result(request: _Request) -> np.ndarray:
         if request.error is not None:
             raise request.error
+        assert request.vectors is not None
         return request.vectors
 
 
@@ -129,7 +131,7 @@ class LocalEmbedder:
     dimensions = 384
 
     def __init__(self) -> None:
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
         # sentence-transformers is not safe to call from several threads at once on one model:
         # concurrent callers are served together, in one batch.
@@ -186,7 +188,7 @@ class LocalEmbedder:
         vectors = self._encoder(pieces)
         if len(pieces) == len(texts):
             return vectors.astype(np.float32)
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float64)
+        out: np.ndarray = np.zeros((len(texts), self.dimensions), dtype=np.float64)
         np.add.at(out, np.asarray(owners), vectors)
         return _normalise(out)
 
@@ -210,7 +212,7 @@ class DashScopeEmbedder:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_limit):
             batch = [t or " " for t in texts[start : start + self.batch_limit]]
-            kwargs = {"request_timeout": max(1, int(round(self.timeout)))}
+            kwargs: dict[str, Any] = {"request_timeout": max(1, int(round(self.timeout)))}
             if self.base_url:
                 kwargs["base_address"] = self.base_url
             try:

@@ -89,7 +89,7 @@ class DashScopeTransport:
             kwargs["base_address"] = self.base_url
         response = Generation.call(
             model=self.model,
-            messages=messages,
+            messages=messages,  # type: ignore[arg-type]  # the SDK also takes plain dicts
             api_key=self.api_key,
             result_format="message",
             max_tokens=max_tokens,
@@ -101,7 +101,7 @@ class DashScopeTransport:
         if status != 200:
             raise LLMError(f"DashScope HTTP {status}: {getattr(response, 'code', '')}")
         try:
-            return str(response.output["choices"][0]["message"]["content"])
+            return str(response.output["choices"][0]["message"]["content"])  # type: ignore[union-attr]
         except (KeyError, IndexError, TypeError) as exc:
             raise InvalidReply("DashScope reply has no message content") from exc
 

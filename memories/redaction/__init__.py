@@ -1,5 +1,5 @@
 """Redaction: the one function every text passes before it is stored, embedded, logged or
-sent to an LLM (SPEC §8).
+sent to an LLM (docs/flow.md#redaction).
 
 ``redact(text)`` replaces each finding by its ``<TAG>`` (``<EMAIL_ADDRESS>``, ``<PERSON>``,
 ``<LLM_API_KEY>``, ...). Findings come from three sources: pattern rules for secrets and

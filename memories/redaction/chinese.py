@@ -1,4 +1,4 @@
-"""Chinese identifiers: mobile numbers, landlines, resident ID numbers (SPEC §8)."""
+"""Chinese identifiers: mobile numbers, landlines, resident ID numbers (docs/flow.md#redaction)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pattern rules for secrets and identifiers that no NER model knows (SPEC §8).
+"""Pattern rules for secrets and identifiers that no NER model knows (docs/flow.md#redaction).
 
 Each rule has the tag it writes (``<TAG>``), a regular expression, the group that is the
 secret (the rest is context, e.g. the key name of an assignment), an optional validator and a

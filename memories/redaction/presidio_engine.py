@@ -171,7 +171,7 @@ def analyze_many(texts: list[str]) -> list[list[Finding]]:
 def analyze_patterns(text: str) -> list[Finding]:
     """Pattern recognizers only (no English NER): the path for CJK-heavy text."""
     analyzer()
-    results = []
+    results: list = []
     for recognizer in _pattern_recognizers or []:
         entities = [e for e in recognizer.supported_entities if e in _PATTERN_ONLY]
         if entities:

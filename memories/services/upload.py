@@ -96,6 +96,9 @@ def memory_upload(
                     redaction_counts=dict(clean.redactions),
                 )
                 result = UploadResult(memory, False, None, None, clean.redactions)
+                # Inside the transaction: if a receiver (cluster assignment) fails, the new
+                # memory is not stored either.
+                signals.memory_added.send(sender=Memory, memory_id=memory.pk)
                 break
         # match.reason == "ask": the LLM decides, outside the lock, then we decide again.
         candidate = match.memory
@@ -147,8 +150,6 @@ def _record_duplicate(
 
 
 def _after_upload(result: UploadResult) -> None:
-    if not result.merged:
-        signals.memory_added.send(sender=Memory, memory_id=result.memory.pk)
     if not llm_available():
         return
     memory_id = str(result.memory.pk)

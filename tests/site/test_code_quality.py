@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,3 +22,73 @@ def test_no_missing_migrations():
         cwd=ROOT, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+APPS = ["agents", "memories", "clusters", "ingestion", "ultron_site"]
+
+
+def _app_modules():
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            if "migrations" not in path.parts:
+                yield path
+
+
+def test_import_contracts_hold():
+    """Apps import only downwards (ultron_site > ingestion > clusters > memories > agents),
+    lazy imports included, and no app imports the project package (pyproject.toml)."""
+    result = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], cwd=ROOT, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_finds_nothing():
+    env = {**os.environ, "DATABASE_URL": "postgresql://lint@localhost/lint", "DJANGO_SECRET_KEY": "lint"}
+    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_module_in_the_apps_is_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in _app_modules()
+            if p.parts[len(ROOT.parts)] != "ultron_site" and (n := len(p.read_text().splitlines())) > 400}
+    assert not long, long
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_no_view_touches_the_orm_or_a_provider():
+    """Views parse input, call one service or selector and serialize: no queryset, cursor or
+    provider (LLM, embeddings, redaction) in them."""
+    offenders = []
+    for app in APPS:
+        for name in ("api.py", "views.py"):
+            path = ROOT / app / name
+            if not path.exists():
+                continue
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and node.attr in ("objects", "_default_manager", "cursor"):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+            for module in _imports(tree):
+                if module.startswith(("django.db", "memories.providers", "memories.redaction", "django.shortcuts")):
+                    offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert not offenders, offenders
+
+
+def test_the_product_does_not_point_at_the_workshop():
+    """A user who clones the repository has no ../shared/: code and docs say it themselves."""
+    offenders = []
+    for path in [*_app_modules(), ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if "SPEC §" in line or "SPEC.md" in line or "shared/seeds" in line:
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, offenders

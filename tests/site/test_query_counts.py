@@ -14,7 +14,6 @@ import hashlib
 from collections.abc import Callable
 
 import numpy as np
-import pytest
 from django.conf import settings
 from django.utils import timezone
 

@@ -20,6 +20,7 @@ class Command(BaseCommand):
             results = pipeline.run_pipeline()
         else:
             try:
+                assert step is not None
                 results = {step: pipeline.run_step(step)}
             except KeyError as exc:
                 raise CommandError(str(exc)) from None

@@ -1,0 +1,78 @@
+"""The memory service announces what happened to memories; clusters follow through receivers
+that run inside the sender's transaction."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.utils.module_loading import import_string
+
+from clusters.models import ClusterMember
+from memories import signals
+from memories.models import Memory
+from memories.services import memory_archive, memory_upload
+from ultron_site import pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.django_db
+
+
+def test_clusters_receive_every_memory_event():
+    for signal in (signals.memory_added, signals.memory_changed, signals.memory_removed,
+                   signals.memories_archived, signals.embedding_dimensions_changed, signals.memories_reembedded):
+        assert signal.has_listeners(Memory), signal
+
+
+def test_a_new_memory_joins_a_cluster_and_leaves_it_when_archived():
+    memory = memory_upload(content="pytest cannot import the package in a src layout").memory
+    assert ClusterMember.objects.filter(memory=memory).exists()
+    assert memory_archive(memory_id=memory.pk)
+    assert not ClusterMember.objects.filter(memory=memory).exists()
+
+
+def test_a_failing_receiver_rolls_back_the_upload():
+    def broken(**kwargs):
+        raise RuntimeError("cluster store unavailable")
+
+    signals.memory_added.connect(broken, dispatch_uid="test.broken")
+    try:
+        with pytest.raises(RuntimeError, match="cluster store unavailable"):
+            memory_upload(content="a memory whose cluster assignment fails")
+    finally:
+        signals.memory_added.disconnect(dispatch_uid="test.broken")
+    assert not Memory.objects.exists()
+    assert not ClusterMember.objects.exists()
+
+
+def test_a_failing_receiver_rolls_back_the_archive():
+    memory = memory_upload(content="docker build fails without network access").memory
+
+    def broken(**kwargs):
+        raise RuntimeError("no")
+
+    signals.memory_removed.connect(broken, dispatch_uid="test.broken")
+    try:
+        with pytest.raises(RuntimeError):
+            memory_archive(memory_id=memory.pk)
+    finally:
+        signals.memory_removed.disconnect(dispatch_uid="test.broken")
+    assert Memory.objects.get(pk=memory.pk).status == "active"
+    assert ClusterMember.objects.filter(memory=memory).exists()
+
+
+_ENQUEUED = re.compile(r"""enqueue(?:_on_commit)?\(\s*["']([\w.]+)["']""")
+
+
+def test_every_task_path_enqueued_or_scheduled_resolves_to_a_function():
+    paths = set()
+    for app in ("agents", "memories", "clusters", "ingestion", "ultron_site"):
+        for source in (ROOT / app).rglob("*.py"):
+            paths.update(_ENQUEUED.findall(source.read_text()))
+    assert "memories.tasks.memory_summarize_task" in paths  # the scan finds the calls
+    paths.update(path for _, path in pipeline.STEPS)
+    paths.add("ultron_site.pipeline.run_pipeline")
+    for path in sorted(paths):
+        assert callable(import_string(path)), path
