@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_q",
     "django_htmx",
+    "agents",
     "ultron_site",
     "memories",
     "ingestion",
@@ -154,7 +155,7 @@ ULTRON_API_RATE = env_str(
 
 # --- REST API -----------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["ultron_site.auth.AgentTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
