@@ -68,15 +68,16 @@ def run() -> int:
             print(f"[ultron] start-up step failed ({' '.join(map(str, exc.cmd[2:]))}); stopping.",
                   file=sys.stderr)
             return 1
-        children = [
-            subprocess.Popen(
+        named = [
+            ("gunicorn", subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "ultron_site.wsgi:application",
                  "--bind", f"{host}:{port}", "--workers", workers, "--threads", "4",
                  "--timeout", "120", "--access-logfile", "-", "--graceful-timeout", "10"],
                 cwd=ROOT,
-            ),
-            subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT),
+            )),
+            ("qcluster", subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT)),
         ]
+        children = [child for _, child in named]
         print(f"[ultron] serving on http://{host}:{port}/  (API under /api/, admin at /admin/)."
               " Ctrl-C stops everything.\n[ultron] an API token for an agent: "
               ".venv/bin/python manage.py create_agent NAME", flush=True)
@@ -90,9 +91,9 @@ def run() -> int:
         signal.signal(signal.SIGTERM, _stop)
         code = 0
         while not stopping:
-            for child in children:
+            for name, child in named:
                 if child.poll() is not None:
-                    print(f"[ultron] {child.args[2]} exited with {child.returncode}; stopping.",
+                    print(f"[ultron] {name} exited with {child.returncode}; stopping.",
                           file=sys.stderr)
                     code = child.returncode or 1
                     stopping = True
