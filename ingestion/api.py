@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from ingestion import selectors, services
 from ingestion.services import IngestError
+from memories.api import UploadResultSerializer
 from memories.fields import StrictCharField
 
 
@@ -81,13 +82,7 @@ class IngestTextApi(APIView):
     class InputSerializer(serializers.Serializer):
         text = StrictCharField(max_length=10_000_000, trim_whitespace=False)
 
-    class MemorySerializer(serializers.Serializer):
-        id = serializers.UUIDField(source="memory.pk")
-        memory_type = serializers.CharField(source="memory.memory_type")
-        tier = serializers.CharField(source="memory.tier")
-        status = serializers.CharField(source="memory.status")
-        hit_count = serializers.IntegerField(source="memory.hit_count")
-        merged = serializers.BooleanField()
+    class MemorySerializer(UploadResultSerializer):
         summary_l0 = serializers.CharField(source="memory.summary_l0")
 
     @extend_schema(request=InputSerializer)

@@ -21,6 +21,19 @@ def _agent(request: Request):
     return getattr(request.user, "agent", None)
 
 
+class UploadResultSerializer(serializers.Serializer):
+    """One upload's outcome: the memory it created or merged into."""
+
+    id = serializers.UUIDField(source="memory.pk")
+    memory_type = serializers.CharField(source="memory.memory_type")
+    tier = serializers.CharField(source="memory.tier")
+    status = serializers.CharField(source="memory.status")
+    hit_count = serializers.IntegerField(source="memory.hit_count")
+    merged = serializers.BooleanField()
+    merge_pending = serializers.BooleanField(source="memory.merge_pending")
+    similarity_score = serializers.FloatField(source="similarity", allow_null=True)
+
+
 class MemoryUploadApi(APIView):
     class InputSerializer(serializers.Serializer):
         content = StrictCharField(max_length=settings.ULTRON_MAX_CONTENT_CHARS)
@@ -30,15 +43,7 @@ class MemoryUploadApi(APIView):
         resolution = StrictCharField(max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
         tags = tags_field()
 
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.UUIDField(source="memory.pk")
-        memory_type = serializers.CharField(source="memory.memory_type")
-        tier = serializers.CharField(source="memory.tier")
-        status = serializers.CharField(source="memory.status")
-        hit_count = serializers.IntegerField(source="memory.hit_count")
-        merged = serializers.BooleanField()
-        merge_pending = serializers.BooleanField(source="memory.merge_pending")
-        similarity_score = serializers.FloatField(source="similarity", allow_null=True)
+    OutputSerializer = UploadResultSerializer
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 200: OutputSerializer})
     def post(self, request: Request) -> Response:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from clusters.models import KnowledgeCluster
+from clusters.selectors import cluster_get
 from clusters.services import cluster_crystallize, crystallization_step
 
 
@@ -17,10 +18,12 @@ class Command(BaseCommand):
         if cluster is None:
             self.stdout.write(str(crystallization_step(limit=limit)))
             return
-        if not KnowledgeCluster.objects.filter(pk=cluster).exists():
-            raise CommandError(f"no cluster {cluster}")
+        try:
+            cluster_get(cluster_id=cluster)
+        except KnowledgeCluster.DoesNotExist:
+            raise CommandError(f"no cluster {cluster}") from None
         version = cluster_crystallize(cluster_id=cluster)
-        cluster_row = KnowledgeCluster.objects.get(pk=cluster)
+        cluster_row = cluster_get(cluster_id=cluster)
         if version is None:
             self.stdout.write(f"not crystallized: {cluster_row.last_crystallization_result}: "
                               f"{cluster_row.last_crystallization_reason}")
