@@ -4,13 +4,16 @@
 
 Prints per entity type recall and precision (Presidio's synthetic set), recall / false flags on
 detect-secrets' plugin cases, Chinese mobile numbers and the any-rule phone / ID / e-mail
-examples, the overall leak rate (labelled values still present after redaction), and
-throughput in characters per second next to the embedding model on the same texts.
+examples, recall per family of credential shapes on our own labelled cases
+(tests/data/secret_cases.jsonl), false flags on ordinary technical lines (tests/data and lines
+taken from the real sessions), the overall leak rate (labelled values still present after
+redaction), and throughput in characters per second next to the embedding model on the same texts.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -185,6 +188,78 @@ def any_rule(rows: list, figures: dict, leaks: list) -> None:
     figures["any_rule_recall"] = hit / total
 
 
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+_NOT_SECRET_TAGS = {"<UUID>", "<PERSON>", "<PHONE_NUMBER>", "<USER>", "<EMAIL_ADDRESS>"}
+
+
+def secret_families(rows: list, figures: dict, leaks: list) -> None:
+    """Recall per family on our own labelled credential shapes (tests/data/secret_cases.jsonl)."""
+    from memories.redaction import redact_many
+
+    cases = [json.loads(line) for line in (DATA / "secret_cases.jsonl").read_text().splitlines() if line.strip()]
+    results = redact_many([case["line"] for case in cases])
+    by_family: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for case, result in zip(cases, results, strict=True):
+        hidden = case["secret"] not in result.text
+        by_family[case["family"]][0] += hidden
+        by_family[case["family"]][1] += 1
+        if not hidden:
+            leaks.append(case["line"])
+    for family, (hit, total) in sorted(by_family.items()):
+        rows.append((f"credential shapes: {family}", f"recall {hit / total:.3f} ({hit}/{total})"))
+        figures[f"family_recall_{family}"] = hit / total
+    hit = sum(h for h, _ in by_family.values())
+    rows.append(("credential shapes: all families", f"recall {hit / len(cases):.3f} ({hit}/{len(cases)})"))
+    figures["family_recall"] = hit / len(cases)
+
+
+def _session_lines(limit: int = 400) -> list[str]:
+    """Ordinary technical lines from the real Claude Code sessions: tool output and commands,
+    20-200 characters, distinct, a fixed spread across the files."""
+    from ingestion.parsing import parse_jsonl
+
+    directory = eval_path("transcripts", "claude_code")
+    if directory is None:
+        return []
+    lines: dict[str, None] = {}
+    for path in sorted(directory.glob("*.jsonl")):
+        for message in parse_jsonl(path.read_bytes()).messages:
+            if not message.is_tool_result:
+                continue
+            for line in message.text.splitlines():
+                line = line.strip()
+                if 20 <= len(line) <= 200 and re.search(r"[/=:(\d]", line) and not line.startswith("[tool"):
+                    lines.setdefault(line, None)
+    ordered = sorted(lines, key=lambda line: hashlib.sha256(line.encode()).hexdigest())
+    return ordered[:limit]
+
+
+def false_flags(rows: list, figures: dict, show: bool) -> None:
+    """The cost of recall: ordinary lines changed by redaction (any tag), and by a secret
+    detector (a tag other than identifiers and NER personal data)."""
+    from memories.redaction import redact_many
+
+    sets = {"ordinary lines (tests/data)": [line for line in (DATA / "ordinary_lines.txt").read_text().splitlines()
+                                            if line.strip()],
+            "lines from real sessions": _session_lines()}
+    for name, lines in sets.items():
+        if not lines:
+            rows.append((name, "absent, skipped"))
+            continue
+        results = redact_many(lines)
+        changed = [(line, r.text) for line, r in zip(lines, results, strict=True) if r.text != line]
+        secret = [(line, text) for line, text in changed
+                  if set(_TAG_RE.findall(text)) - set(_TAG_RE.findall(line)) - _NOT_SECRET_TAGS]
+        rows.append((f"false flags: {name}", f"{len(secret) / len(lines):.3f} by secret detectors ({len(secret)}/"
+                                              f"{len(lines)}); {len(changed) / len(lines):.3f} changed at all"))
+        key = "session" if "session" in name else "ordinary"
+        figures[f"false_flags_{key}_secret"] = len(secret) / len(lines)
+        figures[f"false_flags_{key}_any"] = len(changed) / len(lines)
+        if show:
+            for line, text in secret:
+                print(f"FLAG {line}\n  => {text}")
+
+
 def throughput(texts: list[str], rows: list, figures: dict) -> None:
     from memories.providers.embeddings import get_embedder
     from memories.redaction import redact, redact_many
@@ -230,9 +305,11 @@ def main() -> None:
     detect_secrets(rows, figures, leaks)
     cn_phones(rows, figures, leaks)
     any_rule(rows, figures, leaks)
+    secret_families(rows, figures, leaks)
     labelled = figures.get("presidio_values", 0) + len(leaks) + 1
     figures["leak_rate"] = (figures.get("presidio_leaks", 0) + len(leaks)) / labelled
     rows.append(("overall leak rate", f"{figures['leak_rate']:.3f} (labelled values left in the output)"))
+    false_flags(rows, figures, args.show_leaks)
     throughput(texts, rows, figures)
     print_table("Redaction (2 cores)", rows)
     if args.show_leaks:

@@ -2,9 +2,12 @@
 sent to an LLM (docs/flow.md#redaction).
 
 ``redact(text)`` replaces each finding by its ``<TAG>`` (``<EMAIL_ADDRESS>``, ``<PERSON>``,
-``<LLM_API_KEY>``, ...). Findings come from three sources: pattern rules for secrets and
-identifiers (``patterns.py``), Chinese identifiers (``chinese.py``), and Presidio (spaCy NER for
-names; e-mail, phone, card, IBAN, IP and SSN recognizers). Text that is more than ~20 % CJK
+``<LLM_API_KEY>``, ...). Findings come from five sources: pattern rules for secrets and
+identifiers (``patterns.py``), the ``detect-secrets`` library's vendor and keyword detectors
+(``detectors.py``), high-entropy values in the places secrets are put (``entropy.py``), Chinese
+identifiers (``chinese.py``), and Presidio (spaCy NER for names; e-mail, phone, card, IBAN, IP
+and SSN recognizers). Recall comes first: when a detector is in doubt, the text is redacted —
+a false flag costs a word, a leak costs a credential. Text that is more than ~20 % CJK
 takes the Chinese path: the pattern recognizers without the English NER model. Where findings
 overlap the one with the highest score wins, then the longer one. Redacting redacted text
 changes nothing: existing ``<TAG>`` markers are never touched.
@@ -18,7 +21,15 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from memories.redaction import chinese, names, numbers, patterns, presidio_engine
+from memories.redaction import (
+    chinese,
+    detectors,
+    entropy,
+    names,
+    numbers,
+    patterns,
+    presidio_engine,
+)
 from memories.redaction.patterns import Finding
 
 CJK_THRESHOLD = 0.2
@@ -38,6 +49,8 @@ def _pattern_findings(text: str) -> list[Finding]:
         found.extend(rule.find(text))
     for rule in chinese.RULES:
         found.extend(rule.find(text))
+    found.extend(detectors.find(text))
+    found.extend(entropy.find(text))
     found.extend(numbers.phones(text))
     found.extend(numbers.cards(text))
     found.extend(numbers.ibans(text))

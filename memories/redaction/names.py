@@ -110,6 +110,9 @@ TECH_TERMS = {
 }
 
 
+_IDENTIFIER = regex.compile(r"(?:Error|Exception|Warning|Exit|Interrupt)$|\p{Ll}\p{Lu}.*\p{Ll}\p{Lu}")
+
+
 def plausible(text: str) -> bool:
     """Does a PERSON span look like a person's name rather than code or a tool?"""
     words = text.split()
@@ -126,6 +129,8 @@ def plausible(text: str) -> bool:
             return False
         if len(core) >= 3 and core.isupper():
             return False  # acronyms: API, JWT, SSN
+        if _IDENTIFIER.search(core):
+            return False  # an exception or class name: TypeError, ModuleNotFoundError
     return True
 
 

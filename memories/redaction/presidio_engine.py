@@ -10,14 +10,13 @@ snapshot bundled with tldextract and no URLs.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
 import threading
 from collections.abc import Iterable
 
 from memories.redaction.numbers import has_context
-from memories.redaction.patterns import Finding, is_role_address
+from memories.redaction.patterns import Finding, ip_identifies_a_network, is_role_address
 
 logger = logging.getLogger("ultron.redaction")
 # Presidio logs the analysed text's context words at DEBUG: unredacted text must never reach a
@@ -122,14 +121,12 @@ _DECIMAL = re.compile(r"^\d+\.\d+$")
 def _keep(entity: str, text: str, start: int, end: int) -> bool:
     value = text[start:end]
     if entity == "IP_ADDRESS":
-        # Loopback, private and link-local addresses identify no one and are useful in fixes;
-        # four numbers inside a longer dotted run (1.2.3.4.5.6) are no address at all.
+        # Every address but loopback, the unspecified address, netmasks and the documentation
+        # ranges: an internal address maps a network for whoever reads the memory. Four numbers
+        # inside a longer dotted run (1.2.3.4.5.6) are no address at all.
         if _DOTTED_BEFORE.search(text[max(0, start - 2) : start]) or _DOTTED_AFTER.match(text[end : end + 2]):
             return False
-        try:
-            return ipaddress.ip_address(value.strip("[]")).is_global
-        except ValueError:
-            return False
+        return ip_identifies_a_network(value)
     if entity == "PHONE_NUMBER":
         # Not an address, a decimal, or digits glued to a timestamp or a longer number.
         before, after = text[max(0, start - 1) : start], text[end : end + 1]
