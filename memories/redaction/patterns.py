@@ -89,7 +89,7 @@ _NOT_A_VALUE = {
 def is_reference(value: str) -> bool:
     """Is an assigned value not a secret but a stand-in: a placeholder (``$VAR``, ``${X}``,
     ``<key>``, ``%s``, ``changeme``), a code reference (``settings.SECRET_KEY``,
-    ``os.environ["X"]``, ``get_token()``), a mask (``****``) or a type name (``string``)?"""
+    ``os.environ[...]``, ``get_token()``), a mask (``****``) or a type name (``string``)?"""
     value = value.strip().strip("\"'`")
     if not value or _PLACEHOLDER_RE.search(value) or value.lower() in _NOT_A_VALUE:
         return True
@@ -252,8 +252,8 @@ RULES: list[Rule] = [
         r"\bCURLOPT_(?:USERPWD|PROXYUSERPWD)\s*,\s*[\"'](?:[^\"':]*:)?(?P<value>[^\"']+)[\"']"), group="value"),
     Rule("REDACTED_CREDENTIAL", re.compile(
         r"\bCURLOPT_\w*(?:PASSWORD|PASSWD|TOKEN|SECRET)\w*\s*,\s*[\"'](?P<value>[^\"']+)[\"']"), group="value"),
-    # A literal fallback after an environment lookup: os.environ.get("X") or "pw",
-    # process.env.X || 'pw', os.getenv("X", "pw"), ENV.fetch("X", "pw").
+    # A literal fallback after an environment lookup: os.environ.get(...) or "pw",
+    # process.env.X || 'pw', os.getenv(..., "pw"), ENV.fetch(..., "pw").
     Rule("REDACTED_CREDENTIAL", re.compile(
         r"(?:environ(?:\.get)?\s*[\[(]|getenv\s*\(|Getenv\s*\(|process\.env\.|ENV(?:\.fetch\s*\(|\[))[^\n]*?"
         r"(?:\bor\b|\|\||\?\?|,)\s*[\"'](?P<value>[^\"'\n]{3,})[\"']"), group="value", validate=secret_like),
