@@ -34,8 +34,13 @@ def test_upload_bench_smoke():
 @pytest.mark.skipif(not (EVAL / "pii").exists(), reason="../shared/eval not present")
 def test_redaction_bench_smoke():
     figures = _run("bench/redaction.py", "--limit", "20")
-    assert figures["secrets_recall"] >= 0.95
-    assert figures["secrets_false_flag_rate"] <= 0.10
+    # Recall first: every scanner case and every labelled credential shape; the cost, false flags
+    # by the secret detectors on ordinary technical lines, stays under 5 %. (detect-secrets' own
+    # should-not-flag cases are reported, not bounded: many are secret-shaped, and we redact them.)
+    assert figures["secrets_recall"] == 1.0
+    assert figures["family_recall"] == 1.0
+    assert figures["false_flags_ordinary_secret"] < 0.05
+    assert figures.get("false_flags_session_secret", 0.0) < 0.05
     assert figures["cn_mobile_recall"] >= 0.99
     assert figures["any_rule_recall"] >= 0.95
 
