@@ -72,9 +72,9 @@ def _keyword_value_ok(value: str) -> bool:
     return len(value) >= 3 and not any(c.isspace() for c in value) and not is_reference(value)
 
 
-# Cheap tests that skip a line no detector can match: the vendor plugins need a run of 8+ token
-# characters, the keyword detector one of its key words.
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9_+/=.-]{8,}")
+# Cheap tests that skip a line no detector can match: a vendor key is a run of 16+ token
+# characters with a digit in it; the keyword detector needs one of its key words.
+_TOKEN_RUN = re.compile(r"(?=[A-Za-z0-9_+/=.-]{16,})[A-Za-z_+/=.-]*\d")
 _KEY_WORDS = ("key", "pass", "pwd", "secret", "contrase")
 
 
@@ -83,9 +83,9 @@ def find(text: str) -> list[Finding]:
     plugins, keyword_regexes = _load()
     found: list[Finding] = []
     for offset, line in _lines(text):
-        if len(line) < 8 or not _TOKEN_RUN.search(line):
+        if len(line) < 8:
             continue
-        for plugin in plugins:
+        for plugin in plugins if _TOKEN_RUN.search(line) else ():
             for value in set(plugin.analyze_string(line)):
                 if not value or len(value) < 8:
                     continue
