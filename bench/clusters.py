@@ -1,6 +1,14 @@
 """Cluster assignment cost at scale, against a brute-force Python scan, and cluster quality.
 
     .venv/bin/python bench/clusters.py [--n 10000,100000] [--assign 200] [--json]
+    .venv/bin/python bench/clusters.py --topics [--seeds 2] [--json]
+
+``--topics``: the labelled topic set ``tests/data/cluster_topics.jsonl`` (dozens of topics, each
+6-10 differently worded memories about one problem, plus unrelated singletons) is uploaded
+through the hub's upload funnel in shuffled order; then the pipeline's cluster repair runs as
+it would a day later. Reported before and after repair: topics gathered (one cluster holds ≥ 5
+of the topic's memories, so it can crystallize), purity (share of each cluster's members from
+its main topic, weighted by size; a singleton memory is its own topic) and clusters per memory.
 
 Corpus: STS Benchmark sentences embedded with the hub's model, then noisy variations of them
 up to N memories (so near-duplicates and clusters exist). Clusters are built with
@@ -60,13 +68,102 @@ def bulk_memories(vectors: np.ndarray, texts: list[str]) -> None:
     )
 
 
+TOPICS_FILE = Path(__file__).resolve().parent.parent / "tests" / "data" / "cluster_topics.jsonl"
+
+
+def topic_quality(upload_topic: dict, crystallize_at: int) -> dict:
+    """Gathered topics, purity and cluster count, from the clusters in the database now."""
+    from collections import Counter
+
+    from memories.models import Memory, Status
+
+    where = dict(Memory.objects.filter(status=Status.ACTIVE).values_list("pk", "cluster_member__cluster_id"))
+    labels = {pk: topic for pk, topic in upload_topic.items() if pk in where}
+    by_topic: dict[str, Counter] = {}
+    by_cluster: dict[int, Counter] = {}
+    for pk, topic in labels.items():
+        by_cluster.setdefault(where[pk], Counter())[topic or f"single:{pk}"] += 1
+        if topic:
+            by_topic.setdefault(topic, Counter())[where[pk]] += 1
+    gathered = sum(1 for counts in by_topic.values() if max(counts.values()) >= crystallize_at)
+    members = sum(sum(c.values()) for c in by_cluster.values())
+    return {
+        "topics": len(by_topic),
+        "gathered": gathered / len(by_topic),
+        "topics_with_enough_memories": sum(1 for c in by_topic.values() if sum(c.values()) >= crystallize_at),
+        "purity": sum(max(c.values()) for c in by_cluster.values()) / members,
+        "clusters_per_memory": len(by_cluster) / members,
+        "memories": members,
+    }
+
+
+def topics_bench(seeds: int) -> tuple[list[tuple[str, str]], dict]:
+    import datetime
+    import json
+    import random
+
+    from django.conf import settings
+
+    from clusters.models import KnowledgeCluster
+    from clusters.services import clusters_repair
+    from memories.services import memory_upload
+    from memories.thresholds import model_thresholds
+
+    rows_in = [json.loads(line) for line in TOPICS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    limits = model_thresholds()
+    rows: list[tuple[str, str]] = [("thresholds", f"join {limits.cluster}, merge {limits.cluster_merge}")]
+    figures: dict = {"join": limits.cluster, "merge": limits.cluster_merge, "runs": []}
+    for seed in range(seeds):
+        order = rows_in[:]
+        random.Random(seed).shuffle(order)
+        with bench_database():
+            upload_topic: dict = {}
+            merged = 0
+            for row in order:
+                result = memory_upload(content=row["content"], context=row.get("context", ""),
+                                       resolution=row.get("resolution", ""))
+                merged += result.merged
+                upload_topic.setdefault(result.memory.pk, row["topic"])
+            before = topic_quality(upload_topic, settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
+            # A day later: singletons may now be re-assigned.
+            KnowledgeCluster.objects.update(created_at=KnowledgeCluster.objects.first().created_at
+                                            - datetime.timedelta(days=2))
+            passes = []
+            for _ in range(10):
+                done = clusters_repair()
+                passes.append(done)
+                if not any(done.values()):
+                    break
+            after = topic_quality(upload_topic, settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
+        figures["runs"].append({"seed": seed, "merged_uploads": merged, "before": before, "after": after,
+                                "repair_passes": passes})
+        for name, q in (("on arrival", before), ("after repair", after)):
+            rows.append((f"seed {seed} {name}",
+                         f"gathered {q['gathered']:.3f} of {q['topics']} topics · purity {q['purity']:.3f} · "
+                         f"clusters/memory {q['clusters_per_memory']:.3f} ({q['memories']} memories, "
+                         f"{merged} uploads merged)"))
+        rows.append((f"seed {seed} repair passes", ", ".join(f"{p['merged']}m/{p['moved']}v" for p in passes)))
+    for key in ("gathered", "purity", "clusters_per_memory"):
+        figures[key] = min(r["after"][key] for r in figures["runs"]) if key != "clusters_per_memory" else max(
+            r["after"][key] for r in figures["runs"])
+    return rows, figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--topics", action="store_true", help="only the topic-set quality run")
+    parser.add_argument("--seeds", type=int, default=2, help="shuffled upload orders for --topics")
     parser.add_argument("--n", default="10000,100000")
     parser.add_argument("--assign", type=int, default=200)
     parser.add_argument("--base", type=int, default=4000, help="real sentences to embed")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.topics:
+        django_setup()
+        rows, figures = topics_bench(args.seeds)
+        print_table("Topic set: clusters that gather a topic", rows)
+        write_results("clusters_topics", figures, as_json=args.json)
+        return
     if eval_path("paraphrase", "stsbenchmark") is None:
         skip("../shared/eval/paraphrase/stsbenchmark not found")
     django_setup()

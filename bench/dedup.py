@@ -1,20 +1,34 @@
-"""Choosing the duplicate rule from data: STS Benchmark pairs as duplicates or not.
+"""The duplicate rule on labelled pairs: automatic merges, merge candidates, and calibration.
 
-    .venv/bin/python bench/dedup.py [--split test|dev] [--json]
+    .venv/bin/python bench/dedup.py [--json]
 
-Pairs scored ≥ 4 are duplicates, ≤ 2 distinct (the rest are left out). Both sentences of a pair
-are embedded the way the hub embeds a memory (type prefix + text; the type from the offline
-classifier, and only same-type pairs can merge) and, for comparison, as plain text. The hub's
-rule is similarity ≥ the threshold *and* no conflicting details (``details_conflict``:
-different numbers/versions/dates, one side negated, opposite words); the bare threshold is shown
-next to it. Prints precision and recall, the 0.75-0.85 band, and the curve over thresholds, on
-the chosen split and on the other one (the rule was tuned looking at dev; test is held out).
-A merge of two distinct memories destroys knowledge: precision comes first.
+Pair sets (each pair labelled duplicate or distinct):
+
+- STS Benchmark dev and test (``../shared/eval/paraphrase``): pairs scored ≥ 4 are duplicates,
+  ≤ 2 distinct, the rest left out;
+- ``tests/data/dedup_pairs.jsonl``: hard negatives (two memories that differ in one number,
+  version, name, negation, direction or actor; all distinct), pairs built from real Claude
+  Code sessions (the same lesson reworded / another lesson on the same topic) and from the
+  LoCoMo conversations (the same personal fact reworded / another fact).
+
+Each text is embedded the way the hub embeds a memory; the duplicate check looks across types
+(the type is a judgement two reports of one lesson may not share). The hub's rule, with the thresholds of the configured embedding model
+(``memories/thresholds.py``):
+
+- **automatic merge**: similarity ≥ the duplicate threshold and no conflicting details;
+- **merge candidate**: similarity ≥ the soft threshold otherwise (the LLM or a curator decides).
+
+Printed per set: automatic precision and recall, candidate recall (duplicates merged or put
+before a judge) and how many distinct pairs become candidates. Then the calibration: the
+lowest duplicate threshold whose automatic precision is ≥ 0.97 on every set, and the highest
+soft threshold whose candidate recall on STS test is ≥ 0.80 — the table's values should not
+be below / above those.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -22,102 +36,120 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import django_setup, eval_path, print_table, skip, write_results  # noqa: E402
+from bench._common import ROOT, django_setup, eval_path, print_table, write_results  # noqa: E402
+
+PAIRS_FILE = ROOT / "tests" / "data" / "dedup_pairs.jsonl"
+AUTO_PRECISION_TARGET = 0.97
+CANDIDATE_RECALL_TARGET = 0.80
 
 
-def load(split: str) -> list[tuple[str, str, float]]:
+def sts_pairs(split: str) -> list[tuple[str, str, bool]]:
     base = eval_path("paraphrase", "stsbenchmark")
+    if base is None:
+        return []
     pairs = []
     for line in (base / f"sts-{split}.csv").read_text(encoding="utf-8").splitlines():
         parts = line.split("\t")
         if len(parts) >= 7:
             score = float(parts[4])
             if score >= 4 or score <= 2:
-                pairs.append((parts[5].strip(), parts[6].strip(), score))
+                pairs.append((parts[5].strip(), parts[6].strip(), score >= 4))
     return pairs
 
 
-def pr(predicted: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
-    tp = int((predicted & truth).sum())
-    return (tp / predicted.sum() if predicted.sum() else float("nan")), tp / truth.sum()
+def labelled_sets() -> dict[str, list[tuple[str, str, bool]]]:
+    sets: dict[str, list[tuple[str, str, bool]]] = {}
+    for split in ("dev", "test"):
+        pairs = sts_pairs(split)
+        if pairs:
+            sets[f"sts-{split}"] = pairs
+    for line in PAIRS_FILE.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            sets.setdefault(row["set"], []).append((row["a"], row["b"], bool(row["duplicate"])))
+    return sets
 
 
-def evaluate(split: str, embedder) -> dict:
-    from memories.judgements.classify import classify_offline
-    from memories.judgements.same_subject import details_conflict
-    from memories.text import embedding_text
+class Scored:
+    """One set's pairs as the hub sees them: similarity, same type, conflicts."""
 
-    pairs = load(split)
-    types_a = [classify_offline(a) for a, _, _ in pairs]
-    types_b = [classify_offline(b) for _, b, _ in pairs]
-    typed_a = embedder.embed([embedding_text(t, a, "", "") for t, (a, _, _) in zip(types_a, pairs, strict=True)])
-    typed_b = embedder.embed([embedding_text(t, b, "", "") for t, (_, b, _) in zip(types_b, pairs, strict=True)])
-    plain_a = embedder.embed([a for a, _, _ in pairs])
-    plain_b = embedder.embed([b for _, b, _ in pairs])
-    return {
-        "pairs": pairs,
-        "truth": np.array([score >= 4 for _, _, score in pairs]),
-        "same_type": np.array([a == b for a, b in zip(types_a, types_b, strict=True)]),
-        "agree": np.array([details_conflict(a, b) is None for a, b, _ in pairs]),
-        "typed": (typed_a * typed_b).sum(axis=1),
-        "plain": (plain_a * plain_b).sum(axis=1),
-    }
+    def __init__(self, pairs: list[tuple[str, str, bool]], embedder) -> None:
+        from memories.judgements.same_subject import details_conflicts
+        from memories.text import embedding_text
+
+        first = embedder.embed([embedding_text(a, "", "") for a, _, _ in pairs])
+        second = embedder.embed([embedding_text(b, "", "") for _, b, _ in pairs])
+        self.truth = np.array([dup for _, _, dup in pairs])
+        self.similarity = (first * second).sum(axis=1)
+        self.clean = np.array([not details_conflicts(a, b) for a, b, _ in pairs])
+
+    def automatic(self, duplicate: float) -> np.ndarray:
+        return (self.similarity >= duplicate) & self.clean
+
+    def judged(self, soft: float) -> np.ndarray:
+        """Merged automatically or put before a judge (the LLM or a curator)."""
+        return self.similarity >= soft
+
+    def precision(self, chosen: np.ndarray) -> float:
+        return float((chosen & self.truth).sum() / chosen.sum()) if chosen.sum() else 1.0
+
+    def recall(self, chosen: np.ndarray) -> float:
+        return float((chosen & self.truth).sum() / self.truth.sum()) if self.truth.sum() else float("nan")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", default="test", choices=["test", "dev"])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if eval_path("paraphrase", "stsbenchmark") is None:
-        skip("../shared/eval/paraphrase/stsbenchmark not found")
     django_setup()
-    from django.conf import settings
-
     from memories.providers.embeddings import get_embedder
+    from memories.thresholds import model_thresholds
 
     embedder = get_embedder()
-    threshold = settings.ULTRON_DUPLICATE_THRESHOLD
-    soft = settings.ULTRON_DUPLICATE_SOFT_THRESHOLD
-    other = "dev" if args.split == "test" else "test"
-    rows: list[tuple[str, str]] = []
-    figures: dict = {"threshold": threshold}
-    for split in (args.split, other):
-        data = evaluate(split, embedder)
-        truth, same, agree = data["truth"], data["same_type"], data["agree"]
-        rows.append((f"[{split}] pairs", f"{len(truth)} ({int(truth.sum())} duplicates, {int((~truth).sum())} distinct); "
-                                         f"details conflict in {1 - agree[truth].mean():.3f} of duplicates, "
-                                         f"{1 - agree[~truth].mean():.3f} of distinct pairs"))
-        rules = {
-            "hub rule (typed, ≥ t, no conflict)": (data["typed"], agree),
-            "typed embedding, ≥ t alone": (data["typed"], np.ones_like(agree)),
-            "plain text, ≥ t, no conflict": (data["plain"], agree),
-            "plain text, ≥ t alone": (data["plain"], np.ones_like(agree)),
+    limits = model_thresholds()
+    scored = {name: Scored(pairs, embedder) for name, pairs in labelled_sets().items()}
+    rows: list[tuple[str, str]] = [
+        ("model", f"{embedder.model}: duplicate {limits.duplicate}, soft {limits.soft} ({limits.calibration})"),
+    ]
+    figures: dict = {"model": embedder.model, "duplicate": limits.duplicate, "soft": limits.soft, "sets": {}}
+    for name, data in scored.items():
+        auto = data.automatic(limits.duplicate)
+        judged = data.judged(limits.soft)
+        candidates = judged & ~auto
+        distinct = ~data.truth
+        result = {
+            "pairs": len(data.truth), "duplicates": int(data.truth.sum()),
+            "auto_precision": data.precision(auto), "auto_recall": data.recall(auto),
+            "auto_wrong": int((auto & distinct).sum()),
+            "candidate_recall": data.recall(judged),
+            "candidates": int(candidates.sum()),
+            "candidates_distinct": int((candidates & distinct).sum()),
         }
-        for name, (cosine, guard) in rules.items():
-            precision, recall = pr((cosine >= threshold) & same & guard, truth)
-            rows.append((f"[{split}] {name}, t={threshold}", f"precision {precision:.3f}  recall {recall:.3f}"))
-            if split == args.split and name.startswith("hub"):
-                figures.update(precision=precision, recall=recall, pairs=len(truth))
-                band = (cosine >= soft) & same & ~((cosine >= threshold) & guard)
-                rows.append((f"[{split}] left to the LLM (band {soft}-{threshold} or a conflict above)",
-                             f"{int(band.sum())} pairs, {truth[band].mean():.2f} of them duplicates"))
-                curve = " ".join(
-                    "{:.3f}:{:.3f}/{:.2f}".format(t, *pr((cosine >= t) & same & guard, truth))
-                    for t in np.arange(0.75, 0.951, 0.025)
-                )
-                rows.append((f"[{split}] hub rule curve t:P/R", curve))
-                reach = [t for t in np.arange(0.70, 0.99, 0.005) if pr((cosine >= t) & same & guard, truth)[0] >= 0.98]
-                if reach:
-                    best = float(min(reach))
-                    rows.append((f"[{split}] lowest t with precision ≥ 0.98",
-                                 f"{best:.3f} → recall {pr((cosine >= best) & same & guard, truth)[1]:.3f}"))
-                    figures["threshold_for_p98"] = best
-            if split == args.split and name == "typed embedding, ≥ t alone":
-                figures["unguarded_precision"], figures["unguarded_recall"] = precision, recall
-            if split == other and name.startswith("hub"):
-                figures[f"{other}_precision"], figures[f"{other}_recall"] = precision, recall
-    print_table("Duplicate detection on STS Benchmark", rows)
+        figures["sets"][name] = result
+        rows.append((
+            f"[{name}] {result['pairs']} pairs, {result['duplicates']} duplicates",
+            f"automatic P {result['auto_precision']:.3f} R {result['auto_recall']:.3f} "
+            f"({result['auto_wrong']} wrong) · candidate recall {result['candidate_recall']:.3f} · "
+            f"{result['candidates']} candidates ({result['candidates_distinct']} distinct)",
+        ))
+    # Calibration over a grid: the thresholds the data supports for this model.
+    grid = np.round(np.arange(0.70, 0.991, 0.005), 3)
+    safe = [t for t in grid if all(d.precision(d.automatic(t)) >= AUTO_PRECISION_TARGET for d in scored.values())]
+    if safe:
+        lowest = float(min(safe))
+        figures["calibrated_duplicate"] = lowest
+        rows.append((f"lowest duplicate threshold with automatic P ≥ {AUTO_PRECISION_TARGET} on every set",
+                     f"{lowest:.3f}" + "".join(f" · {n} R {d.recall(d.automatic(lowest)):.3f}"
+                                               for n, d in scored.items() if d.truth.any())))
+    if "sts-test" in scored:
+        test = scored["sts-test"]
+        reach = [t for t in grid if test.recall(test.judged(t)) >= CANDIDATE_RECALL_TARGET]
+        if reach:
+            highest = float(max(reach))
+            figures["calibrated_soft"] = highest
+            rows.append((f"highest soft threshold with candidate recall ≥ {CANDIDATE_RECALL_TARGET} on sts-test",
+                         f"{highest:.3f}"))
+    print_table("Duplicate rule on labelled pairs", rows)
     write_results("dedup", figures, as_json=args.json)
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 from clusters import services
 
 
+def cluster_repair_step() -> dict[str, int]:
+    return services.clusters_repair()
+
+
 def crystallization_step() -> dict[str, int]:
     return services.crystallization_step()
 

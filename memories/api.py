@@ -32,6 +32,10 @@ class UploadResultSerializer(serializers.Serializer):
     merged = serializers.BooleanField()
     merge_pending = serializers.BooleanField(source="memory.merge_pending")
     similarity_score = serializers.FloatField(source="similarity", allow_null=True)
+    candidate_of = serializers.UUIDField(
+        allow_null=True,
+        help_text="A new memory that may duplicate another one (not sure enough to merge): that "
+                  "memory's id. The pair waits for the LLM's or a curator's judgement.")
 
 
 class MemoryUploadApi(APIView):

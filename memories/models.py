@@ -41,9 +41,9 @@ class Source(models.TextChoices):
 
 
 def _type_index(memory_type: str) -> HnswIndex:
-    # One partial HNSW index per type: duplicate search filters on the type, and pgvector
-    # 0.6 applies WHERE filters only after the index scan, so a shared index could return
-    # too few same-type neighbours. A partial index answers the filtered query exactly.
+    # One partial HNSW index per type: search can filter on the type, and pgvector 0.6 applies
+    # WHERE filters only after the index scan, so a shared index could return too few
+    # neighbours of one type. A partial index answers the filtered query exactly.
     return HnswIndex(
         fields=["embedding"],
         name=f"memory_emb_{memory_type}_hnsw",
@@ -105,11 +105,7 @@ class Memory(models.Model):
                 condition=Q(status="active"),
             ),
             *[_type_index(t) for t in MemoryType.values],
-            models.Index(
-                fields=["memory_type", "content_hash"],
-                name="memory_type_hash_active",
-                condition=Q(status="active"),
-            ),
+            models.Index(fields=["content_hash"], name="memory_hash_active", condition=Q(status="active")),
             GinIndex(fields=["tags"], name="memory_tags_gin"),
             GinIndex(fields=["search_vector"], name="memory_fts_active", condition=Q(status="active")),
             # No index on tier, hit_count or last_hit_at, on purpose: with none of them indexed and
@@ -156,12 +152,51 @@ class MemoryContribution(models.Model):
         return f"contribution to {self.memory_id}"
 
 
+class CandidateStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    MERGED = "merged", "Merged"
+    DISMISSED = "dismissed", "Dismissed"
+
+
+class MergeCandidate(models.Model):
+    """A pair that may be one memory, left for a judgement instead of merged automatically:
+    ``memory`` (the newer) may duplicate ``duplicate_of``. The LLM's verdict (when one is
+    configured) or a curator's decision closes it; a dismissed pair is never proposed again."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="merge_candidates")
+    duplicate_of = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="candidate_duplicates")
+    similarity = models.FloatField(help_text="Cosine similarity of the two memories when proposed.")
+    conflicts = models.JSONField(default=list, blank=True,
+                                 help_text="Details that differ between the two (values, negation, names …).")
+    status = models.CharField(max_length=10, choices=CandidateStatus.choices, default=CandidateStatus.OPEN)
+    llm_verdict = models.BooleanField(null=True, blank=True, help_text="The LLM's same-subject verdict, if asked.")
+    decided_by = models.CharField(max_length=150, blank=True, help_text="'llm' or the curator's user name.")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-similarity", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "duplicate_of"], name="merge_candidate_pair"),
+            models.CheckConstraint(condition=~Q(memory=models.F("duplicate_of")), name="merge_candidate_two"),
+            models.CheckConstraint(condition=Q(status__in=CandidateStatus.values), name="merge_candidate_status"),
+        ]
+        indexes = [models.Index(fields=["status", "-similarity"], name="merge_candidate_open",
+                                condition=Q(status="open"))]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} ~ {self.duplicate_of_id} ({self.similarity:.2f})"
+
+
 class EmbeddingSpace(models.Model):
     """The single embedding model + dimension that every stored vector belongs to."""
 
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
     dimensions = models.PositiveIntegerField()
+    text_format = models.PositiveSmallIntegerField(
+        default=1, help_text="Which text of a memory was embedded (memories.text.EMBEDDING_TEXT_FORMAT)."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -77,9 +77,15 @@ def memory_body(content: str, context: str, resolution: str) -> str:
     return "\n".join(part for part in (content, context, resolution) if part)
 
 
-def embedding_text(memory_type: str, content: str, context: str, resolution: str) -> str:
-    """The text that is embedded for a memory: its type and all of its body."""
-    lines = [f"{memory_type}: {content.strip()}"]
+# Which text of a memory is embedded; stored with the embedding space, so vectors of an older
+# format are re-embedded (``manage.py reembed``). 1: "<type>: content" + context + resolution;
+# 2: the body alone, so that one vector serves the offline type judgement, dedup and search.
+EMBEDDING_TEXT_FORMAT = 2
+
+
+def embedding_text(content: str, context: str, resolution: str) -> str:
+    """The text that is embedded for a memory: all of its body (content, context, resolution)."""
+    lines = [content.strip()]
     if context.strip():
         lines.append(f"Context: {context.strip()}")
     if resolution.strip():

@@ -202,7 +202,7 @@ def _value(var: EnvVar, default: Any = _DECLARED) -> Any:
         source, value = var.name, (var.default if default is _DECLARED else default)
     else:
         source, value = found
-    if var.kind in ("int", "float"):
+    if var.kind in ("int", "float") and value is not None:
         _check_range(source, value, var.minimum, var.maximum)
     elif var.kind == "choice":
         if value not in var.choices:
@@ -272,11 +272,15 @@ def env_int(
 
 
 def env_float(
-    name: str, default: float, *, minimum: float | None = None, maximum: float | None = None,
+    name: str, default: Any, *, minimum: float | None = None, maximum: float | None = None,
     help: str | None = None, group: str | None = None, deprecated_names: Iterable[str] = (),
-) -> float:
-    var = _spec(name, "float", default, help, group, minimum=minimum, maximum=maximum,
-                deprecated_names=deprecated_names)
+    doc_default: str | None = None,
+) -> Any:
+    """A number; ``default`` may be ``None`` (unset: the reader decides, as ``doc_default``
+    tells the reference)."""
+    var = _spec(name, "float", None if doc_default is not None else default, help, group,
+                minimum=minimum, maximum=maximum, deprecated_names=deprecated_names,
+                doc_default=doc_default)
     return _value(var, default)
 
 

@@ -26,6 +26,7 @@ STEPS: list[tuple[str, str]] = [
     ("extraction", "ingestion.tasks.extraction_step"),
     ("merge_retry", "memories.tasks.merge_retry_step"),
     ("tier_rebalance", "memories.tasks.tier_rebalance_step"),
+    ("cluster_repair", "clusters.tasks.cluster_repair_step"),
     ("crystallization", "clusters.tasks.crystallization_step"),
     ("consolidation", "memories.tasks.consolidation_step"),
 ]

@@ -276,16 +276,21 @@ ULTRON_REDACT_NER = env_bool(
 )
 
 # --- memory service -----------------------------------------------------------------------
+# Defaults per embedding model live in memories/thresholds.py; these override them.
 ULTRON_DUPLICATE_THRESHOLD = env_float(
-    "ULTRON_DUPLICATE_THRESHOLD", 0.85, minimum=0.0, maximum=1.0, group="memories",
-    help="Cosine similarity at or above which a new memory of the same type is a duplicate.",
+    "ULTRON_DUPLICATE_THRESHOLD", None, minimum=0.0, maximum=1.0, group="memories",
+    doc_default="per embedding model (0.92 for all-MiniLM-L6-v2)",
+    help="Cosine similarity at or above which a new memory of the same type, with no conflicting "
+         "details, merges into the one it duplicates automatically.",
 )
 ULTRON_DUPLICATE_SOFT_THRESHOLD = env_float(
-    "ULTRON_DUPLICATE_SOFT_THRESHOLD", 0.75, minimum=0.0, maximum=1.0, group="memories",
-    help="Lower edge of the band where the LLM decides (offline: not a duplicate); at most "
-         "ULTRON_DUPLICATE_THRESHOLD.",
+    "ULTRON_DUPLICATE_SOFT_THRESHOLD", None, minimum=0.0, maximum=1.0, group="memories",
+    doc_default="per embedding model (0.70 for all-MiniLM-L6-v2)",
+    help="Lower edge of the merge-candidate band: the LLM judges such a pair, or (without an "
+         "LLM) a curator; at most ULTRON_DUPLICATE_THRESHOLD.",
 )
-if ULTRON_DUPLICATE_SOFT_THRESHOLD > ULTRON_DUPLICATE_THRESHOLD:
+if (ULTRON_DUPLICATE_SOFT_THRESHOLD is not None and ULTRON_DUPLICATE_THRESHOLD is not None
+        and ULTRON_DUPLICATE_SOFT_THRESHOLD > ULTRON_DUPLICATE_THRESHOLD):
     raise ImproperlyConfigured(
         "ULTRON_DUPLICATE_SOFT_THRESHOLD must not exceed ULTRON_DUPLICATE_THRESHOLD."
     )
@@ -432,9 +437,16 @@ ULTRON_CONSOLIDATION_ENABLED = env_bool(
 
 # --- clusters and skills ------------------------------------------------------------------
 ULTRON_CLUSTER_SIMILARITY_THRESHOLD = env_float(
-    "ULTRON_CLUSTER_SIMILARITY_THRESHOLD", 0.75, minimum=-1.0, maximum=1.0, group="clusters",
-    help="A new memory joins the nearest cluster at or above this cosine similarity, else "
-         "starts one.",
+    "ULTRON_CLUSTER_SIMILARITY_THRESHOLD", None, minimum=-1.0, maximum=1.0, group="clusters",
+    doc_default="per embedding model (0.55 for all-MiniLM-L6-v2)",
+    help="A new memory joins the nearest cluster at or above this cosine similarity to its "
+         "centroid, else starts one.",
+)
+ULTRON_CLUSTER_MERGE_THRESHOLD = env_float(
+    "ULTRON_CLUSTER_MERGE_THRESHOLD", None, minimum=-1.0, maximum=1.0, group="clusters",
+    doc_default="per embedding model (0.75 for all-MiniLM-L6-v2)",
+    help="The pipeline's cluster repair merges two clusters whose centroids are at least this "
+         "similar.",
 )
 ULTRON_CRYSTALLIZATION_THRESHOLD = env_int(
     "ULTRON_CRYSTALLIZATION_THRESHOLD", 5, minimum=2, group="clusters",

@@ -2,6 +2,7 @@
 
 - ``membership``: assigning memories to clusters and keeping centroids exact;
 - ``rebuild``: deterministic rebuild, topic labels, embedding-model changes;
+- ``repair``: the pipeline's bounded repair of order effects (merge close clusters, move misfits);
 - ``crystallize``: skills written from clusters, checked, published or rejected;
 - ``search``: skill search for agents.
 """
@@ -25,6 +26,7 @@ from clusters.services.rebuild import (
     skills_reembed,
     vector_columns_resize,
 )
+from clusters.services.repair import clusters_repair
 from clusters.services.search import skills_search
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "clusters_assign_missing",
     "clusters_prune_inactive",
     "clusters_rebuild",
+    "clusters_repair",
     "crystallization_step",
     "readiness",
     "skill_version_publish",

@@ -8,12 +8,12 @@ import hashlib
 from collections import Counter
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from clusters import labels
 from clusters.models import ClusterMember, KnowledgeCluster
 from memories.models import Memory, Status
+from memories.thresholds import model_thresholds
 from memories.vectors import vector_literal
 
 _ASSIGN_LOCK = int.from_bytes(hashlib.sha256(b"ultron:cluster-assign").digest()[:8], "big", signed=True)
@@ -59,7 +59,7 @@ def cluster_assign(*, memory_id: Any) -> KnowledgeCluster | None:
                 [vector, vector],
             )
             row = cursor.fetchone()
-        if row is not None and row[1] is not None and row[1] >= settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD:
+        if row is not None and row[1] is not None and row[1] >= model_thresholds().cluster:
             cluster_id, similarity = row
             _centroid_shift(cluster_id, add=memory.embedding, members=1)
             ClusterMember.objects.create(cluster_id=cluster_id, memory=memory, vector=memory.embedding,

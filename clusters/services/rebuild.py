@@ -15,6 +15,7 @@ from clusters import labels, skills
 from clusters.models import ClusterMember, KnowledgeCluster, Skill
 from memories.models import Memory, Status
 from memories.services import embed_texts
+from memories.thresholds import model_thresholds
 
 
 @dataclass
@@ -98,7 +99,7 @@ def clusters_rebuild() -> dict[str, int]:
     memories. Also the repair tool after an embedding-model change."""
     rows = list(Memory.objects.filter(status=Status.ACTIVE).order_by("created_at", "pk")
                 .values_list("pk", "embedding", "content", "context"))
-    grouping = _group_in_order([row[1] for row in rows], threshold=settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD,
+    grouping = _group_in_order([row[1] for row in rows], threshold=model_thresholds().cluster,
                                dims=settings.ULTRON_EMBEDDING_DIMENSIONS)
     sizes = Counter(grouping.assignment)
     topics = _topics(rows, grouping)

@@ -1,10 +1,13 @@
 """Judgement: which type of memory is this (error, security, correction, pattern, preference,
-life)? With an LLM the model decides; without one, or when it fails, weighted English and
-Chinese cue words do."""
+life)? With an LLM the model decides; without one, or when it fails, a small classifier trained
+on the shipped labelled examples of each type (``prototypes``) does, with weighted English and
+Chinese cue words as extra evidence (alone, they were the offline classifier before;
+``bench/classify.py`` still compares with them)."""
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from typing import Any
 
@@ -15,10 +18,11 @@ from memories.providers.llm import InvalidReply, LLMError, get_llm
 logger = logging.getLogger("ultron.memories")
 
 
-def classify(content: str, context: str, resolution: str) -> str:
+def classify(content: str, context: str, resolution: str, *, vector: Any = None) -> str:
+    """The memory's type. ``vector`` is the memory's embedding, if the caller has it."""
     llm = get_llm()
     if not llm.available:
-        return classify_offline(content, context, resolution)
+        return classify_offline(content, context, resolution, vector=vector)
 
     def validate(data: Any) -> str:
         value = require_str(data, "memory_type").lower()
@@ -40,8 +44,8 @@ def classify(content: str, context: str, resolution: str) -> str:
             max_tokens=50, purpose="classify",
         )
     except LLMError as exc:
-        logger.warning("classification fell back to rules: %s", exc)
-        return classify_offline(content, context, resolution)
+        logger.warning("classification fell back to the offline classifier: %s", exc)
+        return classify_offline(content, context, resolution, vector=vector)
 
 
 # --- offline: cue words ------------------------------------------------------------------------
@@ -115,8 +119,8 @@ _COMPILED = {t: [(re.compile(p, re.IGNORECASE), w) for p, w in cues] for t, cues
 _TECHNICAL_RE = re.compile(r"[`$/\\{}<>=]|\b(pip|npm|git|docker|python|sql|api|http|json|def|class)\b", re.I)
 
 
-def classify_offline(content: str, context: str = "", resolution: str = "") -> str:
-    """Rule-based memory type from English and Chinese cue words."""
+def cue_scores(content: str, context: str = "", resolution: str = "") -> dict[str, float]:
+    """Each type's weighted cue-word score."""
     # The content says what the memory is; context and resolution add weaker evidence.
     scores: dict[str, float] = {t: 0.0 for t in _PRIORITY}
     for text, weight in ((content, 1.0), (context, 0.5), (resolution, 0.5)):
@@ -127,8 +131,34 @@ def classify_offline(content: str, context: str = "", resolution: str = "") -> s
                 hits = len(pattern.findall(text))
                 if hits:
                     scores[memory_type] += weight * cue_weight * min(hits, 3)
+    return scores
+
+
+def classify_by_cues(content: str, context: str = "", resolution: str = "") -> str:
+    """Cue words alone (the classifier before prototypes; kept for comparison in the bench)."""
+    scores = cue_scores(content, context, resolution)
     best = max(_PRIORITY, key=lambda t: (scores[t], -_PRIORITY.index(t)))
     if scores[best] > 0:
         return str(best)
     joined = " ".join((content, context, resolution))
     return str(MemoryType.PATTERN if _TECHNICAL_RE.search(joined) else MemoryType.LIFE)
+
+
+# Cue words add evidence to the classifier's log-probabilities: at most CUE_WEIGHT for a type,
+# saturating around CUE_SCALE points of cue weight. Small on purpose: the classifier already
+# reads words; the cues rescue short texts whose one telling word it has not seen ("漏洞").
+CUE_WEIGHT = 0.5
+CUE_SCALE = 3.0
+
+
+def classify_offline(content: str, context: str = "", resolution: str = "", *, vector: Any = None) -> str:
+    """The most likely type by the classifier trained on the shipped prototypes
+    (``prototypes.type_scores``), with cue words as extra evidence. ``vector`` is the
+    memory's embedding, if known."""
+    from memories.judgements.prototypes import type_scores
+
+    probabilities = type_scores(content, context, resolution, vector=vector)
+    cues = cue_scores(content, context, resolution)
+    scores = {t: math.log(probabilities[t] + 1e-9) + CUE_WEIGHT * (1.0 - math.exp(-cues[t] / CUE_SCALE))
+              for t in _PRIORITY}
+    return max(_PRIORITY, key=lambda t: (scores[t], -_PRIORITY.index(t)))

@@ -1,14 +1,17 @@
 """Judgement: do two memories say the same thing, so that one can stand for both?
 
-Two signals besides the similarity of their embeddings: ``details_conflict`` (offline: the
-texts differ in a value, a negation or an opposite word) and ``same_subject`` (the LLM's
-verdict for the uncertain band; without an LLM the answer is "no": a wrong merge hides a
-memory, a missed one only leaves a near-duplicate in a result list).
+Two signals besides the similarity of their embeddings: ``details_conflicts`` (offline: the
+texts differ in a value, a negation, an opposite word, one swapped term or the order of two
+terms) and ``same_subject`` (the LLM's verdict on a merge candidate; without an LLM there is no
+verdict and a curator decides: a wrong merge hides a memory, a missed one only leaves a
+near-duplicate in a result list).
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
+import os
 import re
 from typing import Any
 
@@ -18,12 +21,15 @@ from memories.providers.llm import InvalidReply, LLMError, get_llm
 logger = logging.getLogger("ultron.memories")
 
 
-def same_subject(new: tuple[str, str, str], existing: tuple[str, str, str]) -> bool:
-    """Do two memories in the soft-similarity band share one core subject? Without an LLM, or
-    when it fails, the answer is no: a wrong merge destroys knowledge, a missed one does not."""
+def same_subject(
+    new: tuple[str, str, str], existing: tuple[str, str, str], *, conflicts: list[str] | None = None
+) -> bool | None:
+    """Do two memories in the merge-candidate band share one core subject? ``conflicts`` are
+    the details found to differ (``details_conflicts``), shown to the model. ``None`` when no
+    LLM is configured or it fails: the pair then waits for a curator."""
     llm = get_llm()
     if not llm.available:
-        return False
+        return None
 
     def validate(data: Any) -> bool:
         if not isinstance(data, dict) or not isinstance(data.get("same_subject"), bool):
@@ -33,14 +39,18 @@ def same_subject(new: tuple[str, str, str], existing: tuple[str, str, str]) -> b
     system = (
         "Two pieces of agent experience are given. Answer whether they describe the same core "
         "subject (the same problem, fix, rule or fact), so that one merged memory could "
-        'replace both. Reply with JSON only: {"same_subject": true} or {"same_subject": false}'
+        "replace both without losing a fact. Two texts that differ in a number, version, name, "
+        "negation or direction usually state different facts. Reply with JSON only: "
+        '{"same_subject": true} or {"same_subject": false}'
     )
     user = f"A:\n{memory_prompt(*new)}\n\nB:\n{memory_prompt(*existing)}"
+    if conflicts:
+        user += "\n\nDetails that differ between A and B: " + "; ".join(conflicts)
     try:
         return llm.ask_json(system=system, user=user, validate=validate, max_tokens=20, purpose="same_subject")
     except LLMError as exc:
-        logger.warning("same-subject check failed, treating as distinct: %s", exc)
-        return False
+        logger.warning("same-subject check failed, left to a curator: %s", exc)
+        return None
 
 
 # --- conflicting details: the second signal of the duplicate check --------------------------
@@ -88,24 +98,119 @@ def _words(text: str) -> set[str]:
     return set(_WORDS_RE.findall(text.lower()))
 
 
-def details_conflict(first: str, second: str) -> str | None:
-    """Why two near-identical texts may still disagree, or None: ``"values"`` when each has a
-    number, version, weekday or month the other lacks; ``"negation"`` when only one of them is
-    negated; ``"opposites"`` when they use opposite words (higher/lower, enable/disable …)."""
+def details_conflicts(first: str, second: str) -> list[str]:
+    """What differs between two near-identical texts, each as ``kind: detail``, or ``[]``:
+
+    - ``values``: each has a number, version, weekday or month the other lacks;
+    - ``negation``: one is negated and the other not (or less often: "may run … without asking" /
+      "may not run … without asking");
+    - ``opposites``: they use opposite words (higher/lower, enable/disable …);
+    - ``order``: the same words with terms trading places ("A called B" / "B called A",
+      "from MySQL to PostgreSQL" / "from PostgreSQL to MySQL"), not a clause moved to the front;
+    - ``substitution``: the same sentence with one or two terms replaced ("the staging
+      bucket" / "the production bucket", "pnpm" / "yarn").
+
+    Rewording is not a conflict; one side adding a detail is not either."""
+    found: list[str] = []
     words_a, words_b = _words(first), _words(second)
     values_a, values_b = _values(first, words_a), _values(second, words_b)
     if values_a - values_b and values_b - values_a:
-        return "values"
-    negated_a = bool(words_a & _NEGATIONS or _NEGATION_RE.search(first))
-    negated_b = bool(words_b & _NEGATIONS or _NEGATION_RE.search(second))
-    if negated_a != negated_b:
-        return "negation"
+        found.append(f"values: {_show(values_a - values_b)} / {_show(values_b - values_a)}")
+    negations_a, negations_b = _negations(first), _negations(second)
+    if negations_a != negations_b:
+        found.append("negation: " + ("the first" if negations_a > negations_b else "the second")
+                     + " is negated (or negated more)")
     for x, y in _OPPOSITES:
         a_x, a_y = _present(x, first, words_a), _present(y, first, words_a)
         b_x, b_y = _present(x, second, words_b), _present(y, second, words_b)
         if (a_x and not a_y and b_y and not b_x) or (a_y and not a_x and b_x and not b_y):
-            return "opposites"
+            found.append(f"opposites: {x if a_x else y} / {y if a_x else x}")
+            break
+    tokens_a, tokens_b = _terms(first), _terms(second)
+    moved = _reordered(tokens_a, tokens_b)
+    if moved:
+        found.append(f"order: {moved[0]} and {moved[1]} trade places")
+    elif not any(kind.startswith("values") for kind in found):
+        replaced = _replaced(tokens_a, tokens_b)
+        if replaced:
+            found.append(f"substitution: {replaced[0]} / {replaced[1]}")
+    return found
+
+
+def details_conflict(first: str, second: str) -> str | None:
+    """The kind of the first conflict ``details_conflicts`` finds, or None."""
+    found = details_conflicts(first, second)
+    return found[0].split(":", 1)[0] if found else None
+
+
+def _negations(text: str) -> int:
+    lowered = text.lower()
+    return sum(1 for w in _WORDS_RE.findall(lowered) if w in _NEGATIONS) + len(_NEGATION_RE.findall(lowered))
+
+
+def _show(values: set[str]) -> str:
+    return ", ".join(sorted(values)[:3])
+
+
+# Terms for the order and substitution checks: words and identifiers (dots, dashes, slashes and
+# underscores kept inside), possessive 's dropped so "Bob's" and "Bob" are one term.
+_TERM_RE = re.compile(r"[a-z0-9]+(?:[._/\-][a-z0-9]+)*")
+_FUNCTION_WORDS = frozenset("""a an the this that these those it its is are was were be been being to of in on at
+by for with as and or but if then so do does did has have had will would can could should may might must
+i you he she we they me him her us them my your our their""".split())
+
+
+def _terms(text: str) -> list[str]:
+    return _TERM_RE.findall(re.sub(r"'s\b", "", text.lower()))
+
+
+def _reordered(a: list[str], b: list[str]) -> tuple[str, str] | None:
+    """The same terms in another order that is not just a clause moved to the front or back:
+    "copy from staging to QA" / "copy from QA to staging", "the user fixed it by hand; the
+    agent's patch was dropped" / "the agent fixed it; the user's patch was dropped". Only for
+    near-identical texts (most terms shared); returns the first pair of terms that moved."""
+    shared = set(a) & set(b)
+    kept_a = [t for t in a if t in shared]
+    kept_b = [t for t in b if t in shared]
+    if len(kept_a) < 0.7 * len(a) or len(kept_b) < 0.7 * len(b):
+        return None
+    if kept_a == kept_b or sorted(kept_a) != sorted(kept_b):
+        return None
+    if any(kept_b == kept_a[k:] + kept_a[:k] for k in range(1, len(kept_a))):
+        return None  # "last year X happened" / "X happened last year"
+    return next((x, y) for x, y in zip(kept_a, kept_b, strict=True) if x != y)
+
+
+def _replaced(a: list[str], b: list[str]) -> tuple[str, str] | None:
+    """The same sentence with one or two short spans replaced by other content words (not a
+    change of inflection, of a function word, or of a number's formatting)."""
+    if min(len(a), len(b)) < 3:
+        return None
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    ops = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    same = sum(i2 - i1 for tag, i1, i2, _, _ in matcher.get_opcodes() if tag == "equal")
+    if not ops or len(ops) > 2 or same < 0.6 * max(len(a), len(b)):
+        return None
+    for tag, i1, i2, j1, j2 in ops:
+        if tag != "replace" or i2 - i1 > 2 or j2 - j1 > 2:
+            return None
+    for _, i1, i2, j1, j2 in ops:
+        old = [t for t in a[i1:i2] if t not in _FUNCTION_WORDS and not t.isdigit()]
+        new = [t for t in b[j1:j2] if t not in _FUNCTION_WORDS and not t.isdigit()]
+        if old and new and not _same_stem(old, new):
+            return " ".join(a[i1:i2]), " ".join(b[j1:j2])
     return None
+
+
+def _same_stem(old: list[str], new: list[str]) -> bool:
+    """"fails" / "failed", "migration" / "migrations": a change of form, not of term."""
+    if len(old) != len(new):
+        return False
+    for x, y in zip(old, new, strict=True):
+        stem = len(os.path.commonprefix([x, y]))
+        if x != y and (stem < 4 or len(x) - stem > 3 or len(y) - stem > 3):
+            return False
+    return True
 
 
 def _present(word: str, text: str, words: set[str]) -> bool:

@@ -14,7 +14,7 @@ from memories import signals
 from memories.models import EmbeddingSpace, Memory
 from memories.providers.embeddings import get_embedder
 from memories.selectors import embedding_column_dimensions
-from memories.text import embedding_text
+from memories.text import EMBEDDING_TEXT_FORMAT, embedding_text
 from memories.vectors import vector_literal
 
 
@@ -22,12 +22,12 @@ class EmbeddingSpaceMismatch(RuntimeError):
     pass
 
 
-_verified_space: tuple[str, str, int] | None = None
+_verified_space: tuple[str, str, int, int] | None = None
 
 
-def _configured_space() -> tuple[str, str, int]:
+def _configured_space() -> tuple[str, str, int, int]:
     embedder = get_embedder()
-    return embedder.provider, embedder.model, embedder.dimensions
+    return embedder.provider, embedder.model, embedder.dimensions, EMBEDDING_TEXT_FORMAT
 
 
 def embedding_space_forget() -> None:
@@ -43,15 +43,21 @@ def embedding_space_ensure() -> None:
     wanted = _configured_space()
     if _verified_space == wanted:
         return
-    provider, model, dims = wanted
+    provider, model, dims, text_format = wanted
     with transaction.atomic():
         space = EmbeddingSpace.objects.select_for_update().first()
         column_dims = embedding_column_dimensions()
-        matches = space is not None and (space.provider, space.model, space.dimensions) == wanted
+        matches = space is not None and (space.provider, space.model, space.dimensions, space.text_format) == wanted
         if matches and column_dims == dims:
             _verified_space = wanted
             return
         if Memory.objects.exists():
+            if space is not None and (space.provider, space.model, space.dimensions) == wanted[:3]:
+                raise EmbeddingSpaceMismatch(
+                    f"Stored memories were embedded in an older text format ({space.text_format}; this "
+                    f"version embeds format {text_format}: a memory's body without its type). Run "
+                    "`python manage.py reembed` once to re-embed them."
+                )
             stored = f"{space.provider}:{space.model} ({space.dimensions} dims)" if space else f"{column_dims} dims"
             raise EmbeddingSpaceMismatch(
                 f"Stored memories were embedded with {stored}, but the hub is configured for "
@@ -61,7 +67,7 @@ def embedding_space_ensure() -> None:
         if column_dims != dims:
             _embedding_column_resize(dims)
         EmbeddingSpace.objects.all().delete()
-        EmbeddingSpace.objects.create(provider=provider, model=model, dimensions=dims)
+        EmbeddingSpace.objects.create(provider=provider, model=model, dimensions=dims, text_format=text_format)
     _verified_space = wanted
 
 
@@ -91,7 +97,7 @@ def memories_reembed(*, batch_size: int = 256, progress: Any = None) -> int:
     the new embedding space. A new dimension is filled into a fresh column that replaces the
     old one at the end, all in one transaction: a failure leaves the old vectors in place."""
     global _verified_space
-    provider, model, dims = _configured_space()
+    provider, model, dims, text_format = _configured_space()
     embedder = get_embedder()
     table = Memory._meta.db_table
     total = Memory.objects.count()
@@ -106,7 +112,7 @@ def memories_reembed(*, batch_size: int = 256, progress: Any = None) -> int:
         for start in range(0, len(ids), batch_size):
             rows = list(
                 Memory.objects.filter(pk__in=ids[start : start + batch_size])
-                .values_list("pk", "memory_type", "content", "context", "resolution")
+                .values_list("pk", "content", "context", "resolution")
             )
             vectors = embedder.embed([embedding_text(*row[1:]) for row in rows])
             cursor.executemany(
@@ -127,8 +133,8 @@ def memories_reembed(*, batch_size: int = 256, progress: Any = None) -> int:
                 for index in _embedding_indexes():
                     editor.add_index(Memory, index)
         EmbeddingSpace.objects.all().delete()
-        EmbeddingSpace.objects.create(provider=provider, model=model, dimensions=dims)
-        _verified_space = (provider, model, dims)
+        EmbeddingSpace.objects.create(provider=provider, model=model, dimensions=dims, text_format=text_format)
+        _verified_space = (provider, model, dims, text_format)
         # Whatever else holds vectors of the old space (clusters, skills) rebuilds them now.
         signals.memories_reembedded.send(sender=Memory)
     return done

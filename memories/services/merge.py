@@ -8,18 +8,23 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memories import signals
 from memories.judgements import merge as merge_judgement
 from memories.judgements.prompts import llm_available
+from memories.judgements.same_subject import details_conflicts
 from memories.judgements.summarize import summarize
 from memories.models import Memory, MemoryContribution, Status
-from memories.selectors import memory_pairs_near_duplicate
+from memories.selectors import DuplicateMatch, memory_pairs_near_duplicate
+from memories.services.candidates import (
+    memory_fold,
+    merge_candidate_for_pair,
+    merge_candidate_record,
+)
 from memories.services.embedding_space import embed_texts
 from memories.services.inputs import MemoryInputError, memory_input_clean, tags_normalise
-from memories.text import content_hash, embedding_text
+from memories.text import content_hash, embedding_text, memory_body
 
 logger = logging.getLogger("ultron.memories")
 
@@ -75,7 +80,7 @@ def memory_merge_contributions(*, memory_id: Any) -> bool:
     update: dict[str, Any] = {"tags": clean.tags, "merge_pending": False, "updated_at": timezone.now()}
     if body_changed:
         l0, l1 = summarize(clean.content, clean.context, clean.resolution)
-        vector = embed_texts([embedding_text(memory.memory_type, clean.content, clean.context, clean.resolution)])[0]
+        vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
         update.update(
             content=clean.content, context=clean.context, resolution=clean.resolution,
             content_hash=new_hash, summary_l0=l0, overview_l1=l1, embedding=vector,
@@ -110,29 +115,24 @@ def memories_merge_retry(*, limit: int = 100) -> dict[str, int]:
 
 def memories_consolidate(*, limit: int = 50) -> dict[str, int]:
     """Fold near-duplicate active pairs left over (e.g. from before a threshold change) into one
-    memory: the newer becomes a contribution of the older and is archived; bounded per run.
-    Off unless ULTRON_CONSOLIDATION_ENABLED."""
+    memory: the newer becomes a contribution of the older and is archived; a pair whose
+    details conflict becomes a merge candidate instead, and a pair already decided is left
+    alone. Bounded per run; off unless ULTRON_CONSOLIDATION_ENABLED."""
     if not settings.ULTRON_CONSOLIDATION_ENABLED:
-        return {"enabled": 0, "merged": 0}
-    merged = 0
+        return {"enabled": 0, "merged": 0, "candidates": 0}
+    merged = candidates = 0
     for keep_id, drop_id, similarity in memory_pairs_near_duplicate(limit=limit):
-        with transaction.atomic():
-            pair = {m.pk: m for m in Memory.objects.select_for_update().defer("embedding")
-                    .filter(pk__in=[keep_id, drop_id], status=Status.ACTIVE)}
-            if len(pair) != 2:
-                continue
-            keep, drop = pair[keep_id], pair[drop_id]
-            MemoryContribution.objects.create(
-                memory=keep, agent=drop.agent, content=drop.content, context=drop.context,
-                resolution=drop.resolution, tags=drop.tags, similarity=similarity, match_reason="consolidated",
-                source=drop.source, provenance={**drop.provenance, "consolidated_from": str(drop.pk)},
-                redaction_counts=drop.redaction_counts,
-            )
-            Memory.objects.filter(pk=keep.pk).update(
-                hit_count=F("hit_count") + drop.hit_count, merge_pending=True, updated_at=timezone.now(),
-                tags=tags_normalise(keep.tags + drop.tags),
-            )
-            Memory.objects.filter(pk=drop.pk).update(status=Status.ARCHIVED, archived_at=timezone.now())
-            signals.memory_removed.send(sender=Memory, memory_id=drop.pk)
+        if merge_candidate_for_pair(keep_id, drop_id) is not None:
+            continue
+        pair = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[keep_id, drop_id])}
+        if len(pair) != 2:
+            continue
+        keep, drop = pair[keep_id], pair[drop_id]
+        conflicts = details_conflicts(memory_body(drop.content, drop.context, drop.resolution),
+                                      memory_body(keep.content, keep.context, keep.resolution))
+        if conflicts:
+            merge_candidate_record(memory=drop, match=DuplicateMatch(keep, similarity, "candidate", tuple(conflicts)))
+            candidates += 1
+        elif memory_fold(keep_id=keep_id, drop_id=drop_id, similarity=similarity, reason="consolidated"):
             merged += 1
-    return {"enabled": 1, "merged": merged}
+    return {"enabled": 1, "merged": merged, "candidates": candidates}

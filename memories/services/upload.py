@@ -1,6 +1,6 @@
 """Storing a memory: the upload funnel every caller goes through (API, text and session
-ingestion, curators). Validate and redact, classify, embed, then either merge into the
-memory it duplicates or store it as new."""
+ingestion, curators). Validate and redact, embed, classify, then either merge into the
+memory it duplicates or store it as new (with merge candidates when unsure)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from memories.judgements.classify import classify
 from memories.judgements.prompts import llm_available
 from memories.judgements.same_subject import same_subject
 from memories.judgements.summarize import extractive_summaries
-from memories.models import Memory, MemoryContribution, Source, Status, Tier
+from memories.models import Memory, MemoryContribution, MergeCandidate, Source, Status, Tier
 from memories.queue import enqueue_on_commit
 from memories.selectors import DuplicateMatch, memory_find_duplicate
+from memories.selectors.duplicates import CANDIDATES_PER_UPLOAD
+from memories.services.candidates import merge_candidate_record
 from memories.services.embedding_space import embed_texts
 from memories.services.inputs import CleanMemory, memory_input_clean, tags_normalise
 from memories.text import content_hash, embedding_text, memory_body
@@ -34,11 +36,16 @@ class UploadResult:
     similarity: float | None = None
     match_reason: str | None = None
     redactions: Counter = field(default_factory=Counter)
+    # A new memory that may duplicate another: the open merge candidates recorded for it.
+    candidates: list[MergeCandidate] = field(default_factory=list)
+
+    @property
+    def candidate_of(self) -> Any:
+        """The memory this new one may duplicate (the most similar open candidate), or None."""
+        return self.candidates[0].duplicate_of_id if self.candidates else None
 
 
-def _dedup_lock_key(memory_type: str) -> int:
-    digest = hashlib.sha256(f"ultron:dedup:{memory_type}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+_DEDUP_LOCK = int.from_bytes(hashlib.sha256(b"ultron:dedup").digest()[:8], "big", signed=True)
 
 
 def memory_upload(
@@ -53,64 +60,82 @@ def memory_upload(
 ) -> UploadResult:
     """Store one memory, or merge it into the memory it duplicates (docs/flow.md#upload)."""
     clean = memory_input_clean(content=content, context=context, resolution=resolution, tags=tags)
-    memory_type = classify(clean.content, clean.context, clean.resolution)
+    vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
+    memory_type = classify(clean.content, clean.context, clean.resolution, vector=vector)
     body_hash = content_hash(clean.content, clean.context, clean.resolution)
-    vector = embed_texts([embedding_text(memory_type, clean.content, clean.context, clean.resolution)])[0]
+    body = memory_body(clean.content, clean.context, clean.resolution)
     provenance = provenance or {}
 
-    verdicts: dict[Any, bool] = {}
-    # Decide under a per-type advisory lock, so parallel uploads of one memory cannot both
-    # insert. An LLM "same subject?" question is asked outside the lock; then decide again.
-    for _ in range(4):
+    verdicts: dict[Any, bool | None] = {}
+    asked: dict[Any, DuplicateMatch] = {}
+    # Decide under an advisory lock, so parallel uploads of one memory cannot both insert. An LLM "same subject?" question is asked outside the lock; then decide again.
+    for _ in range(CANDIDATES_PER_UPLOAD + 3):
         with transaction.atomic():
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_dedup_lock_key(memory_type)])
-            match = memory_find_duplicate(
-                memory_type=memory_type, body_hash=body_hash, vector=vector, verdicts=verdicts,
-                body=memory_body(clean.content, clean.context, clean.resolution),
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DEDUP_LOCK])
+            found = memory_find_duplicate(
+                body_hash=body_hash, vector=vector, verdicts=verdicts, body=body,
             )
-            if match is not None and match.reason != "ask":
+            match = found[0] if found else None
+            if match is not None and match.reason not in ("ask", "candidate"):
                 memory = _record_duplicate(match, clean, agent=agent, source=source, provenance=provenance)
                 result = UploadResult(memory, True, match.similarity, match.reason, clean.redactions)
                 break
-            if match is None:
-                # Extractive summaries now; an LLM (if any) rewrites them after commit.
-                l0, l1 = extractive_summaries(clean.content, clean.context, clean.resolution)
-                memory = Memory.objects.create(
-                    content=clean.content,
-                    context=clean.context,
-                    resolution=clean.resolution,
-                    tags=clean.tags,
-                    memory_type=memory_type,
-                    tier=Tier.WARM,
-                    status=Status.ACTIVE,
-                    hit_count=1,
-                    last_hit_at=timezone.now(),
-                    summary_l0=l0,
-                    overview_l1=l1,
-                    embedding=vector,
-                    content_hash=body_hash,
-                    agent=agent,
-                    source=source,
-                    provenance=provenance,
-                    redaction_counts=dict(clean.redactions),
-                )
-                result = UploadResult(memory, False, None, None, clean.redactions)
-                # Inside the transaction: if a receiver (cluster assignment) fails, the new
-                # memory is not stored either.
-                signals.memory_added.send(sender=Memory, memory_id=memory.pk)
+            if match is None or match.reason == "candidate":
+                result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
+                                    provenance=provenance)
+                for pk, verdict in verdicts.items():
+                    if verdict is False:  # the LLM judged them distinct: kept as its decision
+                        merge_candidate_record(memory=result.memory, match=asked[pk], llm_verdict=False)
+                result.candidates = [
+                    merge_candidate_record(memory=result.memory, match=m, llm_verdict=verdicts.get(m.memory.pk))
+                    for m in found
+                ]
                 break
         # match.reason == "ask": the LLM decides, outside the lock, then we decide again.
-        candidate = match.memory
-        verdicts[candidate.pk] = same_subject(
+        existing = match.memory
+        asked[existing.pk] = match
+        verdicts[existing.pk] = same_subject(
             (clean.content, clean.context, clean.resolution),
-            (candidate.content, candidate.context, candidate.resolution),
+            (existing.content, existing.context, existing.resolution),
+            conflicts=list(match.conflicts),
         )
-    else:  # pragma: no cover - four rounds only if memories keep changing under us
+    else:  # pragma: no cover - only if memories keep changing under us
         raise RuntimeError("duplicate check did not settle")
 
     _after_upload(result)
     return result
+
+
+def _store_new(
+    clean: CleanMemory, memory_type: str, vector: list[float], body_hash: str, *, agent: Agent | None,
+    source: str, provenance: dict,
+) -> UploadResult:
+    # Extractive summaries now; an LLM (if any) rewrites them after commit.
+    l0, l1 = extractive_summaries(clean.content, clean.context, clean.resolution)
+    memory = Memory.objects.create(
+        content=clean.content,
+        context=clean.context,
+        resolution=clean.resolution,
+        tags=clean.tags,
+        memory_type=memory_type,
+        tier=Tier.WARM,
+        status=Status.ACTIVE,
+        hit_count=1,
+        last_hit_at=timezone.now(),
+        summary_l0=l0,
+        overview_l1=l1,
+        embedding=vector,
+        content_hash=body_hash,
+        agent=agent,
+        source=source,
+        provenance=provenance,
+        redaction_counts=dict(clean.redactions),
+    )
+    # Inside the transaction: if a receiver (cluster assignment) fails, the new memory is not
+    # stored either.
+    signals.memory_added.send(sender=Memory, memory_id=memory.pk)
+    return UploadResult(memory, False, None, None, clean.redactions)
 
 
 def _record_duplicate(

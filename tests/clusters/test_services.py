@@ -12,6 +12,7 @@ from clusters.services import crystallize
 from clusters.skills import slug_base
 from memories.models import Memory, Status
 from memories.services import memory_archive, memory_delete, memory_restore, tiers_rebalance
+from memories.thresholds import model_thresholds
 
 pytestmark = pytest.mark.django_db
 DIMS = 384
@@ -58,9 +59,10 @@ def assert_centroid_exact(cluster: KnowledgeCluster) -> None:
 
 
 def test_threshold_edges():
+    threshold = model_thresholds().cluster
     first = make(unit((0, 1)))
-    inside = make(angle(0.76))
-    outside = make(angle(0.74, axis=2))
+    inside = make(angle(threshold + 0.01))
+    outside = make(angle(threshold - 0.01, axis=2))
     cluster = first.cluster_member.cluster
     assert inside.cluster_member.cluster == cluster
     assert ClusterMember.objects.get(memory=outside).cluster != cluster

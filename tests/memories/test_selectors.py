@@ -150,14 +150,19 @@ def test_filtered_search_still_finds_rare_tagged_rows_among_many():
     assert {h.id for h in hits} == {r.pk for r in rare}
 
 
-def test_duplicate_finder_respects_type_and_threshold(settings):
+def test_duplicate_finder_looks_across_types_and_respects_the_threshold(settings):
     base = np.array(unit(40))
     near = make(unit(41, base, 0.01), memory_type="error")
-    make(list(base), memory_type="pattern")  # identical vector, other type
-    match = memory_find_duplicate(memory_type="error", body_hash="none", vector=list(base), verdicts={})
-    assert match is not None and match.memory.pk == near.pk and match.reason == "similar"
+    make(unit(43, base, 0.2), memory_type="pattern")  # farther, other type
+    [match] = memory_find_duplicate(body_hash="none", vector=list(base), verdicts={})
+    assert match.memory.pk == near.pk and match.reason == "similar"
+    # The type is a judgement two reports of one lesson may not share: it does not hide a duplicate.
+    other_base = np.array(unit(45))
+    security = make(unit(46, other_base, 0.01), memory_type="security")
+    [match] = memory_find_duplicate(body_hash="none", vector=list(other_base), verdicts={})
+    assert match.memory.pk == security.pk
     far = unit(42)
-    assert memory_find_duplicate(memory_type="error", body_hash="none", vector=far, verdicts={}) is None
+    assert memory_find_duplicate(body_hash="none", vector=far, verdicts={}) == []
 
 
 def test_keyword_and_hybrid_modes_find_exact_identifiers():

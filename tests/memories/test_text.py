@@ -32,9 +32,19 @@ def test_offline_classifier(text, expected):
     assert classify_offline(text) == expected
 
 
-def test_offline_classifier_defaults_by_technical_look():
-    assert classify_offline("run `make build` in /srv") == "pattern"
+def test_offline_classifier_on_text_with_no_cue_word():
     assert classify_offline("Lovely afternoon") == "life"
+    assert classify_offline("redis connection reset by peer when the pool is exhausted") == "error"
+
+
+def test_type_prototypes_cover_every_type():
+    from collections import Counter
+
+    from memories.judgements.prototypes import prototype_examples
+    from memories.models import MemoryType
+
+    counts = Counter(t for t, _ in prototype_examples())
+    assert set(counts) == set(MemoryType.values) and min(counts.values()) >= 100
 
 
 def test_hash_ignores_case_and_spacing_but_not_fields():
