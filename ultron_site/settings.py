@@ -280,7 +280,7 @@ ULTRON_REDACT_NER = env_bool(
 ULTRON_DUPLICATE_THRESHOLD = env_float(
     "ULTRON_DUPLICATE_THRESHOLD", None, minimum=0.0, maximum=1.0, group="memories",
     doc_default="per embedding model (0.92 for all-MiniLM-L6-v2)",
-    help="Cosine similarity at or above which a new memory of the same type, with no conflicting "
+    help="Cosine similarity at or above which a new memory, with no conflicting "
          "details, merges into the one it duplicates automatically.",
 )
 ULTRON_DUPLICATE_SOFT_THRESHOLD = env_float(

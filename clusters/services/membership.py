@@ -41,6 +41,37 @@ def _centroid_shift(cluster_id: int, *, add: Any = None, subtract: Any = None, m
         )
 
 
+def nearest_cluster(vector: Any, *, exclude: int | None = None) -> tuple[int, float] | None:
+    """The non-empty cluster whose centroid is nearest to ``vector`` (id, cosine similarity),
+    through the centroid HNSW index.
+
+    Every centroid update leaves a dead entry in that index until VACUUM, and pgvector 0.6
+    drops invisible rows only after its index scan: near a busy cluster, the nearest
+    ``hnsw.ef_search`` entries can all be dead, and the scan then finds nothing. So the scan
+    looks wider than the default, and when it still finds nothing (while clusters exist) the
+    exact scan answers."""
+    literal = vector_literal(vector)
+    table = KnowledgeCluster._meta.db_table
+    where = "member_count > 0" + ("" if exclude is None else " AND id <> %s")
+    extra = [] if exclude is None else [exclude]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('hnsw.ef_search', '100', true)")
+        cursor.execute(
+            f"SELECT id, 1 - (centroid <=> %s::vector) FROM {table} WHERE {where} ORDER BY centroid <=> %s::vector LIMIT 1",
+            [literal, *extra, literal],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            # "+ 0" keeps the planner off the index: an exact scan over the live rows.
+            cursor.execute(
+                f"SELECT id, 1 - (centroid <=> %s::vector) FROM {table} WHERE {where} "
+                "ORDER BY (centroid <=> %s::vector) + 0 LIMIT 1",
+                [literal, *extra, literal],
+            )
+            row = cursor.fetchone()
+    return (int(row[0]), float(row[1])) if row is not None and row[1] is not None else None
+
+
 def cluster_assign(*, memory_id: Any) -> KnowledgeCluster | None:
     """Put an active memory into the nearest cluster (cosine ≥ threshold) or a new one."""
     with transaction.atomic():
@@ -50,15 +81,7 @@ def cluster_assign(*, memory_id: Any) -> KnowledgeCluster | None:
             "pk", "embedding", "content", "context", "summary_l0").first()
         if memory is None or ClusterMember.objects.filter(memory_id=memory_id).exists():
             return None
-        vector = vector_literal(memory.embedding)
-        table = KnowledgeCluster._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id, 1 - (centroid <=> %s::vector) FROM {table} WHERE member_count > 0 "
-                f"ORDER BY centroid <=> %s::vector LIMIT 1",
-                [vector, vector],
-            )
-            row = cursor.fetchone()
+        row = nearest_cluster(memory.embedding)
         if row is not None and row[1] is not None and row[1] >= model_thresholds().cluster:
             cluster_id, similarity = row
             _centroid_shift(cluster_id, add=memory.embedding, members=1)

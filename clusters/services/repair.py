@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from clusters.models import ClusterMember, KnowledgeCluster, Skill
-from clusters.services.membership import _ASSIGN_LOCK, _centroid_shift
+from clusters.services.membership import _ASSIGN_LOCK, _centroid_shift, nearest_cluster
 from memories.thresholds import model_thresholds
 from memories.vectors import vector_literal
 
@@ -107,7 +107,6 @@ def _move_misfits(*, threshold: float, limit: int) -> int:
         ClusterMember.objects.select_related("cluster").order_by("similarity", "pk")
         .only("pk", "vector", "similarity", "cluster__member_count", "cluster__centroid", "cluster__created_at")[:limit]
     )
-    table = KnowledgeCluster._meta.db_table
     moved = 0
     emptied: set[int] = set()
     for member in members:
@@ -116,13 +115,7 @@ def _move_misfits(*, threshold: float, limit: int) -> int:
             continue
         vector = [float(x) for x in member.vector]
         own_similarity = _own_similarity(member.cluster_id, vector)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT id, 1 - (centroid <=> %s::vector) FROM {table} WHERE member_count > 0 AND id <> %s "
-                "ORDER BY centroid <=> %s::vector LIMIT 1",
-                [vector_literal(vector), member.cluster_id, vector_literal(vector)],
-            )
-            row = cursor.fetchone()
+        row = nearest_cluster(vector, exclude=member.cluster_id)
         if row is None or row[1] < threshold or row[1] <= own_similarity + MOVE_MARGIN:
             # Stays: remember how well it fits now, so the next pass looks at others first.
             ClusterMember.objects.filter(pk=member.pk).update(similarity=max(own_similarity, -1.0))

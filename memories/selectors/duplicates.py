@@ -63,13 +63,15 @@ def memory_find_duplicate(
         .order_by("distance")[:5]
     )
     candidates: list[DuplicateMatch] = []
+    judged = 0
     for neighbour in neighbours:
         similarity = 1.0 - float(neighbour.distance)
-        if similarity < limits.soft or len(candidates) >= CANDIDATES_PER_UPLOAD:
+        if similarity < limits.soft or judged >= CANDIDATES_PER_UPLOAD:
             break
         conflicts = details_conflicts(body, memory_body(neighbour.content, neighbour.context, neighbour.resolution))
         if similarity >= limits.duplicate and not conflicts:
             return [DuplicateMatch(neighbour, similarity, "similar")]
+        judged += 1
         if neighbour.pk in verdicts:
             verdict = verdicts[neighbour.pk]
             if verdict is True:

@@ -28,6 +28,12 @@ def direction(*weights: float) -> list[float]:
     return list(v / np.linalg.norm(v))
 
 
+def at(degrees: float, lift: float = 0.0) -> list[float]:
+    """A unit vector at ``degrees`` in the plane of the first two axes (plus a little of the third)."""
+    radians = np.radians(degrees)
+    return direction(np.cos(radians), np.sin(radians), lift)
+
+
 def _age_clusters(days: int = 2) -> None:
     KnowledgeCluster.objects.update(created_at=datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=days))
 
@@ -35,9 +41,10 @@ def _age_clusters(days: int = 2) -> None:
 def test_two_halves_of_one_topic_merge_and_the_centroid_stays_exact(settings):
     settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.9
     settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.8
-    # First arrivals far apart (two clusters), later ones in between pull the centroids together.
-    a = [make(direction(1, 0.3, 0.0)), make(direction(1, 0.35, 0.02))]
-    b = [make(direction(0.3, 1, 0.0)), make(direction(0.35, 1, 0.02)), make(direction(0.3, 1, 0.05))]
+    # 31° apart: too far for a member to join the other (cos 0.86 < 0.9), close enough for the
+    # two centroids to be one topic (≥ 0.8).
+    a = [make(at(0)), make(at(2))]
+    b = [make(at(32)), make(at(34)), make(at(30, 0.01))]
     assert len({m.cluster_member.cluster_id for m in a + b}) == 2
     result = services.clusters_repair()
     assert result["merged"] == 1
@@ -92,8 +99,8 @@ def test_singletons_wait_a_day_then_join_a_cluster_that_formed_since(settings):
 def test_a_skill_stays_with_the_merged_cluster(settings):
     settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.9
     settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.8
-    small = [make(direction(1, 0.3, 0.0)), make(direction(1, 0.35, 0.02))]
-    large = [make(direction(0.3, 1, 0.0)), make(direction(0.35, 1, 0.02)), make(direction(0.3, 1, 0.05))]
+    small = [make(at(0)), make(at(2))]
+    large = [make(at(32)), make(at(34)), make(at(30, 0.01))]
     cluster = KnowledgeCluster.objects.get(pk=small[0].cluster_member.cluster_id)
     skill = Skill.objects.create(slug="s", name="s", source_cluster=cluster)
     version = SkillVersion.objects.create(skill=skill, version=1, body="b", memory_ids=[m.pk for m in small])

@@ -57,10 +57,29 @@ def test_clusters_bench_smoke():
     assert figures["n500_clusters"] >= 1 and figures["n500_bruteforce_ratio"] > 0
 
 
-@pytest.mark.skipif(not (EVAL / "paraphrase").exists(), reason="../shared/eval not present")
-def test_dedup_bench_smoke():
-    figures = _run("bench/dedup.py", "--split", "dev")
-    assert figures["pairs"] > 100 and 0 < figures["precision"] <= 1
+def test_dedup_bench_meets_its_targets():
+    """Automatic merges precise on every labelled set (hard negatives never merged), and most
+    STS test duplicates at least put before a judge. The repository's own pair sets always
+    run; STS only with ../shared/eval."""
+    figures = _run("bench/dedup.py")
+    sets = figures["sets"]
+    assert {"hard_negatives", "sessions", "locomo"} <= set(sets)
+    for name, result in sets.items():
+        assert result["auto_precision"] >= 0.97, (name, result)
+    assert sets["hard_negatives"]["auto_wrong"] == 0
+    assert sets["locomo"]["auto_recall"] > 0.3 and sets["locomo"]["candidate_recall"] >= 0.9
+    if "sts-test" in sets:
+        assert sets["sts-test"]["candidate_recall"] >= 0.80
+    assert figures["calibrated_duplicate"] <= figures["duplicate"]
+
+
+def test_classify_bench_holds_its_measured_accuracy():
+    """The offline type judgement on the held-out labelled set: measured 0.83-0.86 (the goal is
+    0.90, not reached); this guards against falling back towards the cue words' 0.38."""
+    figures = _run("bench/classify.py")
+    assert figures["cases"] >= 300
+    assert figures["accuracy"] >= 0.80
+    assert figures["accuracy"] > figures["cue words alone (before)"] + 0.3
 
 
 @pytest.mark.skipif(not (EVAL / "locomo").exists(), reason="../shared/eval not present")
