@@ -22,6 +22,15 @@ class ContributionInline(ReadOnlyTabularInline):
     fields = ("created_at", "agent", "match_reason", "similarity", "content", "merged_at")
 
 
+class CandidateInline(ReadOnlyTabularInline):
+    """Memories this one may duplicate (decided in Merge candidates)."""
+
+    model = MergeCandidate
+    fk_name = "memory"
+    fields = ("duplicate_of", "similarity", "conflicts", "status", "llm_verdict", "decided_by", "decided_at")
+    verbose_name_plural = "may duplicate (merge candidates)"
+
+
 @admin.register(Memory)
 class MemoryAdmin(ReadOnlyAdmin):
     list_display = ("summary_l0", "memory_type", "tier", "status", "hit_count", "merge_pending", "agent", "created_at")
@@ -29,7 +38,7 @@ class MemoryAdmin(ReadOnlyAdmin):
     search_fields = ("content", "context", "resolution", "summary_l0")
     list_select_related = ("agent",)
     exclude = ("embedding",)
-    inlines = [ContributionInline]
+    inlines = [ContributionInline, CandidateInline]
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding")

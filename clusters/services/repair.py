@@ -43,28 +43,18 @@ def clusters_repair(*, limit: int = 200) -> dict[str, int]:
 
 
 def _merge_close(*, threshold: float, limit: int) -> int:
-    table = KnowledgeCluster._meta.db_table
-    with connection.cursor() as cursor:
-        # Each recently changed cluster's nearest other cluster, through the centroid index.
-        cursor.execute(
-            f"""
-            SELECT k.id, n.id, 1 - (k.centroid <=> n.centroid) AS similarity
-            FROM {table} k
-            CROSS JOIN LATERAL (
-                SELECT id, centroid FROM {table} o
-                WHERE o.member_count > 0 AND o.id <> k.id
-                ORDER BY o.centroid <=> k.centroid LIMIT 1
-            ) n
-            WHERE k.id IN (SELECT id FROM {table} WHERE member_count > 0 ORDER BY updated_at DESC LIMIT %s)
-              AND 1 - (k.centroid <=> n.centroid) >= %s
-            ORDER BY similarity DESC
-            """,
-            [limit * 5, threshold],
-        )
-        pairs = cursor.fetchall()
+    """Each recently changed cluster's nearest other cluster (through the centroid index);
+    pairs at or above ``threshold`` merge, most similar first, each cluster once per run."""
+    recent = (KnowledgeCluster.objects.filter(member_count__gt=0).order_by("-updated_at")
+              .values_list("pk", "centroid")[: limit * 5])
+    pairs = []
+    for cluster_id, centroid in recent:
+        found = nearest_cluster(centroid, exclude=cluster_id)
+        if found is not None and found[1] >= threshold:
+            pairs.append((found[1], cluster_id, found[0]))
     touched: set[int] = set()
     merged = 0
-    for first, second, _ in pairs:
+    for _, first, second in sorted(pairs, reverse=True):
         if merged >= limit or first in touched or second in touched:
             continue
         touched.update((first, second))

@@ -11,23 +11,31 @@ logistic regression is fitted on three views of each text:
 The embedding alone places a memory by topic, which is not its type: "redis connection reset
 when the pool is exhausted" (an error) and "size the redis pool to the worker count" (a
 pattern) are neighbours. The n-grams carry the form — an incident, a rule, a corrected belief
-— and the embedding carries what cue words miss. Training takes about a second; nothing is
-downloaded or stored. ``bench/classify.py`` measures it on a separate labelled set.
+— and the embedding carries what cue words miss. Training takes about a second once the
+prototypes are embedded (their vectors are cached under the data directory); nothing is
+downloaded. ``bench/classify.py`` measures it on a separate labelled set.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import os
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from memories.models import MemoryType
 from memories.providers.embeddings import get_embedder
 from memories.text import embedding_text
+
+logger = logging.getLogger("ultron.memories")
 
 PROTOTYPES_PATH = Path(__file__).resolve().parent.parent / "data" / "type_prototypes.jsonl"
 # Inverse regularisation strength of the logistic regression (scikit-learn's default scale).
@@ -35,19 +43,44 @@ REGULARISATION_C = 10.0
 
 
 @dataclass(frozen=True)
+class _TermView:
+    """One fitted TF-IDF view, applied without scikit-learn's per-call validation (a few ms per
+    text there, a fraction of one here): analyzer, vocabulary, idf, and its block of weights."""
+
+    analyzer: Any
+    vocabulary: dict[str, int]
+    idf: np.ndarray
+    weights: np.ndarray  # (types, terms)
+
+    def decision(self, text: str) -> np.ndarray:
+        counts: dict[int, int] = {}
+        for term in self.analyzer(text):
+            index = self.vocabulary.get(term)
+            if index is not None:
+                counts[index] = counts.get(index, 0) + 1
+        if not counts:
+            return np.zeros(self.weights.shape[0])
+        indexes = np.fromiter(counts, dtype=np.int64)
+        values = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64))) * self.idf[indexes]
+        values /= np.linalg.norm(values)
+        return self.weights[:, indexes] @ values
+
+
+@dataclass(frozen=True)
 class TypeModel:
     types: tuple[str, ...]
-    words: Any
-    chars: Any
-    regression: Any
+    views: tuple[_TermView, ...]
+    embedding_weights: np.ndarray  # (types, dims)
+    intercept: np.ndarray
 
     def scores(self, text: str, vector: Any) -> dict[str, float]:
-        from scipy.sparse import csr_matrix, hstack
-
-        row = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        features = hstack([self.words.transform([text]), self.chars.transform([text]), csr_matrix(row)]).tocsr()
-        probabilities = self.regression.predict_proba(features)[0]
-        return {self.types[int(label)]: float(p) for label, p in zip(self.regression.classes_, probabilities, strict=True)}
+        """Each type's probability (softmax of the regression's decision values)."""
+        decision = self.intercept + self.embedding_weights @ np.asarray(vector, dtype=np.float64)
+        for view in self.views:
+            decision = decision + view.decision(text)
+        decision = np.exp(decision - decision.max())
+        probabilities = decision / decision.sum()
+        return {t: float(p) for t, p in zip(self.types, probabilities, strict=True)}
 
 
 _cache: dict[tuple[str, str, int], TypeModel] = {}
@@ -90,12 +123,46 @@ def _train(embedder: Any) -> TypeModel:
     texts = [embedding_text(text, "", "") for _, text in examples]
     types = tuple(MemoryType.values)
     labels = np.array([types.index(t) for t, _ in examples])
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    vectors = _prototype_vectors(embedder, texts)
     words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
     chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True)
-    features = hstack([words.fit_transform(texts), chars.fit_transform(texts), csr_matrix(vectors)]).tocsr()
-    regression = LogisticRegression(C=REGULARISATION_C, max_iter=3000).fit(features, labels)
-    return TypeModel(types, words, chars, regression)
+    blocks = [words.fit_transform(texts), chars.fit_transform(texts)]
+    features = hstack([*blocks, csr_matrix(vectors)]).tocsr()
+    regression = LogisticRegression(C=REGULARISATION_C, solver="newton-cg", max_iter=1000).fit(features, labels)
+    if list(regression.classes_) != list(range(len(types))):
+        raise ValueError(f"{PROTOTYPES_PATH.name} must hold examples of every type")
+    coef = regression.coef_
+    views, start = [], 0
+    for vectorizer, block in zip((words, chars), blocks, strict=True):
+        width = block.shape[1]
+        views.append(_TermView(vectorizer.build_analyzer(), dict(vectorizer.vocabulary_),
+                               vectorizer.idf_.astype(np.float64), coef[:, start : start + width]))
+        start += width
+    return TypeModel(types, tuple(views), coef[:, start:], regression.intercept_)
+
+
+def _prototype_vectors(embedder: Any, texts: list[str]) -> np.ndarray:
+    """The prototypes' embeddings, kept under ``$ULTRON_DATA_DIR/cache`` keyed by the model and
+    the file's content: embedding a thousand texts takes a while on a CPU, every process needs
+    them, and they only change with the file or the model."""
+    digest = hashlib.sha256("\x1e".join(texts).encode()).hexdigest()[:16]
+    name = f"type-prototypes-{embedder.provider}-{embedder.model}-{embedder.dimensions}-{digest}.npy"
+    path = Path(settings.ULTRON_DATA_DIR) / "cache" / name.replace("/", "_")
+    try:
+        cached = np.load(path)
+        if cached.shape == (len(texts), embedder.dimensions):
+            return cached
+    except (OSError, ValueError):
+        pass
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
+            np.save(handle, vectors)
+        os.replace(handle.name, path)
+    except OSError as exc:  # a read-only data directory costs time, not correctness
+        logger.warning("could not cache the type prototypes' embeddings: %s", exc)
+    return vectors
 
 
 def type_scores(content: str, context: str = "", resolution: str = "", *, vector: Any = None) -> dict[str, float]:

@@ -173,3 +173,15 @@ def test_viewing_without_the_change_permission_offers_no_decision(agent, band, c
     client.post("/admin/memories/mergecandidate/", {"action": "merge_pairs",
                                                     "_selected_action": [second.candidates[0].pk]})
     assert MergeCandidate.objects.get().status == CandidateStatus.OPEN
+
+
+def test_a_memory_page_lists_the_memories_it_may_duplicate(agent, band, client):
+    first = memory_upload(**FIRST, agent=agent)
+    second = memory_upload(**REWORDED, agent=agent)
+    user = User.objects.create_user("vic", password="pw-vic-12345", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["view_memory", "view_mergecandidate"]))
+    client.force_login(user)
+    page = client.get(f"/admin/memories/memory/{second.memory.pk}/change/")
+    assert page.status_code == 200
+    assert b"May duplicate (merge candidates)" in page.content
+    assert str(first.memory).encode()[:30] in page.content

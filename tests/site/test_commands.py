@@ -84,6 +84,32 @@ def test_embedding_model_change_is_refused_until_reembed(agent, settings):
     assert EmbeddingSpace.objects.get().model == "all-MiniLM-L6-v2"
 
 
+def test_vectors_of_an_older_text_format_are_refused_until_reembed(agent):
+    """Earlier versions embedded "<type>: " before the body (format 1)."""
+    from memories.models import Memory
+    from memories.services import embedding_space_forget
+    from memories.text import EMBEDDING_TEXT_FORMAT, embedding_text
+
+    result = memory_upload(content="Pin torch to the CPU build to avoid CUDA downloads", agent=agent)
+    EmbeddingSpace.objects.update(text_format=1)
+    old = services_embed(f"{result.memory.memory_type}: {result.memory.content}")
+    Memory.objects.filter(pk=result.memory.pk).update(embedding=old)
+    embedding_space_forget()
+    with pytest.raises(EmbeddingSpaceMismatch, match="older text format"):
+        embedding_space_ensure()
+    call_command("reembed", stdout=StringIO(), stderr=StringIO())
+    embedding_space_ensure()
+    assert EmbeddingSpace.objects.get().text_format == EMBEDDING_TEXT_FORMAT
+    stored = list(Memory.objects.get(pk=result.memory.pk).embedding)
+    assert stored == pytest.approx(services_embed(embedding_text(result.memory.content, "", "")), abs=1e-5)
+
+
+def services_embed(text: str) -> list[float]:
+    from memories.providers.embeddings import get_embedder
+
+    return [float(x) for x in get_embedder().embed([text])[0]]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_reembed_into_a_new_dimension_rebuilds_the_column(agent, settings):
     """A real dimension change: DashScope-sized vectors from the fake server, then back."""
