@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from unfold.admin import ModelAdmin
 
 from agents.admin_tools import ReadOnlyTabularInline
 from agents.models import Agent, ApiToken
@@ -13,7 +14,7 @@ class ApiTokenInline(ReadOnlyTabularInline):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(ModelAdmin):
     list_display = ("name", "is_staff", "created_at")
     search_fields = ("name",)
     readonly_fields = ("name", "user", "created_at")

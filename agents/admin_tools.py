@@ -3,10 +3,12 @@ may import them without importing upwards."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.http import HttpRequest
+from django_htmx.middleware import HtmxDetails
+from unfold.admin import ModelAdmin, TabularInline
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(ModelAdmin):
     """Browse only: changes go through the service functions (redaction, re-embedding, dedup),
     which a plain admin form would bypass."""
 
@@ -20,7 +22,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyTabularInline(admin.TabularInline):
+class ReadOnlyTabularInline(TabularInline):
     """Rows shown under their parent, never added, changed or deleted there."""
 
     extra = 0
@@ -31,3 +33,9 @@ class ReadOnlyTabularInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request that went through django-htmx's middleware (for type checking views)."""
+
+    htmx: HtmxDetails

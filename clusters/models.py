@@ -34,6 +34,7 @@ class KnowledgeCluster(models.Model):
             HnswIndex(fields=["centroid"], name="cluster_centroid_hnsw", opclasses=["vector_cosine_ops"],
                       m=16, ef_construction=64, condition=Q(member_count__gt=0)),
         ]
+        permissions = [("crystallize_cluster", "Can crystallize clusters")]
 
     def __str__(self) -> str:
         return self.topic or f"cluster {self.pk}"
@@ -79,6 +80,7 @@ class Skill(models.Model):
             HnswIndex(fields=["embedding"], name="skill_embedding_hnsw", opclasses=["vector_cosine_ops"],
                       m=16, ef_construction=64, condition=Q(status="published")),
         ]
+        permissions = [("publish_skill", "Can publish, reject and roll back skills")]
 
     def __str__(self) -> str:
         return self.slug

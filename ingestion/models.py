@@ -32,6 +32,7 @@ class RawUpload(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = [("download_rawupload", "Can download raw archives")]
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name or self.pk}"
@@ -91,6 +92,8 @@ class SessionRecord(WorkItem):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["agent", "identity"], name="session_agent_identity")]
         indexes = [models.Index(fields=["segmentation", "next_attempt_at"], name="session_work")]
+        permissions = [("upload_sessions", "Can upload session files"),
+                       ("retry_work", "Can retry failed and parked pipeline work")]
 
     def __str__(self) -> str:
         return self.identity

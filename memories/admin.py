@@ -1,25 +1,56 @@
-"""Admin views of memories (read-only) and of merge candidates (merge or dismiss). Edits go through the curation pages, which call the
-service functions (redaction, re-embedding, dedup); the admin must not bypass them."""
+"""The curators' memory pages: the list (ranked by the hub's own search when searched), the
+memory page (edits go through ``memory_edit``: redaction, re-embedding, summaries, cluster,
+history) and merge candidates (merge or dismiss through the same services the pipeline uses)."""
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
+from typing import Any
 
-from agents.admin_tools import ReadOnlyAdmin, ReadOnlyTabularInline
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Case, IntegerField, Value, When
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+from unfold.admin import ModelAdmin
+
+from agents.admin_tools import HtmxHttpRequest, ReadOnlyTabularInline
+from memories import admin_candidates  # noqa: F401  (registers the merge-candidate pages)
 from memories.models import (
-    CandidateStatus,
-    EmbeddingSpace,
     Memory,
     MemoryContribution,
     MergeCandidate,
+    Status,
 )
-from memories.services.candidates import merge_candidate_accept, merge_candidate_dismiss
-from memories.services.inputs import MemoryInputError
+from memories.selectors.neighbours import memory_neighbours
+from memories.services import MemoryInputError, memory_delete, memory_input_clean
+from memories.services.candidates import (
+    memory_fold,
+)
+from memories.services.edit import (
+    memory_archive_by,
+    memory_edit,
+    memory_history_record,
+    memory_restore_by,
+)
+from memories.services.recall import memories_rank
+
+SEARCH_LIMIT = 200
+
+
+def _editor(request: HttpRequest) -> str:
+    return request.user.get_username()
 
 
 class ContributionInline(ReadOnlyTabularInline):
     model = MemoryContribution
     fields = ("created_at", "agent", "match_reason", "similarity", "content", "merged_at")
+    verbose_name_plural = "contributions merged into this memory"
 
 
 class CandidateInline(ReadOnlyTabularInline):
@@ -31,58 +62,319 @@ class CandidateInline(ReadOnlyTabularInline):
     verbose_name_plural = "may duplicate (merge candidates)"
 
 
+class TagFilter(admin.SimpleListFilter):
+    title = "tag"
+    parameter_name = "tag"
+
+    def lookups(self, request, model_admin):
+        from django.db import connection
+
+        with connection.cursor() as cursor:  # the 20 commonest tags of active memories
+            cursor.execute(
+                f"SELECT tag, count(*) FROM {Memory._meta.db_table}, unnest(tags) AS tag "
+                "WHERE status = 'active' GROUP BY tag ORDER BY count(*) DESC, tag LIMIT 20"
+            )
+            tags = [row[0] for row in cursor.fetchall()]
+        chosen = self.value()
+        if chosen and chosen not in tags:
+            tags.append(chosen)
+        return [(tag, tag) for tag in tags]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(tags__contains=[self.value()]) if self.value() else queryset
+
+
+class ClusterFilter(admin.SimpleListFilter):
+    title = "cluster"
+    parameter_name = "cluster"
+
+    def lookups(self, request, model_admin):
+        from django.db import connection
+
+        with connection.cursor() as cursor:  # the largest clusters (any cluster id works in the URL)
+            cursor.execute(
+                "SELECT k.id, k.topic FROM clusters_knowledgecluster k WHERE k.member_count > 1 "
+                "ORDER BY k.member_count DESC, k.id LIMIT 15"
+            )
+            rows = [(str(pk), topic or f"cluster {pk}") for pk, topic in cursor.fetchall()]
+        chosen = self.value()
+        if chosen and chosen not in {pk for pk, _ in rows}:
+            rows.append((chosen, f"cluster {chosen}"))
+        return rows
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if not value:
+            return queryset
+        if not value.isdigit():
+            return queryset.none()
+        return queryset.filter(cluster_member__cluster_id=int(value))
+
+
+class MemoryForm(forms.ModelForm):
+    """The fields a curator edits; validated and redacted like an upload (errors beside the
+    field), stored by ``memory_edit``."""
+
+    tags_text = forms.CharField(label="Tags", required=False, help_text="Comma-separated.")
+
+    class Meta:
+        model = Memory
+        fields = ("content", "context", "resolution", "memory_type")
+        widgets = {"content": forms.Textarea(attrs={"rows": 4}), "context": forms.Textarea(attrs={"rows": 2}),
+                   "resolution": forms.Textarea(attrs={"rows": 3})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["tags_text"].initial = ", ".join(self.instance.tags)
+        if "memory_type" in self.fields:  # absent for people who may only view
+            self.fields["memory_type"].help_text = "The classifier's choice; change it when it is wrong."
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        tags = [t.strip() for t in (data.get("tags_text") or "").split(",") if t.strip()]
+        data["tags"] = tags
+        try:
+            memory_input_clean(content=data.get("content", ""), context=data.get("context", ""),
+                               resolution=data.get("resolution", ""), tags=tags)
+        except MemoryInputError as exc:
+            self.add_error("tags_text" if exc.field == "tags" else exc.field
+                           if exc.field in self.fields else None, exc.message)
+        return data
+
+
 @admin.register(Memory)
-class MemoryAdmin(ReadOnlyAdmin):
-    list_display = ("summary_l0", "memory_type", "tier", "status", "hit_count", "merge_pending", "agent", "created_at")
-    list_filter = ("memory_type", "tier", "status", "merge_pending", "source")
-    search_fields = ("content", "context", "resolution", "summary_l0")
+class MemoryAdmin(ModelAdmin):
+    form = MemoryForm
+    list_display = ("l0", "type_badge", "tier_badge", "hit_count", "last_hit_at", "agent", "age")
+    list_display_links = ("l0",)
+    list_filter = ("status", "tier", "memory_type", "source", "merge_pending", "agent", TagFilter, ClusterFilter)
     list_select_related = ("agent",)
-    exclude = ("embedding",)
+    list_per_page = 50
+    search_fields = ("content",)  # the search box ranks with the hub's own hybrid search, see below
+    search_help_text = "Search as an agent would (hybrid: meaning and words)"
+    actions = ["archive_selected", "restore_selected"]
     inlines = [ContributionInline, CandidateInline]
+    readonly_fields = ("status_line", "summaries", "redactions", "provenance_panel", "cluster_panel",
+                       "similar_panel", "history_panel")
+    fieldsets = (
+        (None, {"fields": ("status_line", "content", "context", "resolution", "tags_text", "memory_type")}),
+        ("Summaries and redaction", {"fields": ("summaries", "redactions")}),
+        ("Where it came from and where it belongs", {"fields": ("provenance_panel", "cluster_panel")}),
+        ("Similar memories", {"fields": ("similar_panel",)}),
+        ("History", {"fields": ("history_panel",)}),
+    )
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("embedding")
+        return super().get_queryset(request).defer("embedding", "search_vector")
+
+    def has_add_permission(self, request) -> bool:
+        return False  # memories arrive through uploads and ingestion
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if not self.has_delete_permission(request):
+            actions.pop("delete_selected", None)
+        return actions
+
+    # --- list -----------------------------------------------------------------------------
+    @admin.display(description="memory (L0)")
+    def l0(self, memory: Memory) -> str:
+        return memory.summary_l0 or memory.content[:120]
+
+    @admin.display(description="type", ordering="memory_type")
+    def type_badge(self, memory: Memory) -> str:
+        return format_html('<span class="hub-badge">{}</span>', memory.memory_type)
+
+    @admin.display(description="tier", ordering="tier")
+    def tier_badge(self, memory: Memory) -> str:
+        if memory.status != Status.ACTIVE:
+            return format_html('<span class="hub-badge">{}</span>', memory.status)
+        return format_html('<span class="hub-badge hub-badge-{}">{}</span>', memory.tier, memory.tier.upper())
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, memory: Memory) -> str:
+        from django.utils.timesince import timesince
+
+        return timesince(memory.created_at, timezone.now()).split(",")[0]
+
+    def get_search_results(self, request, queryset, search_term):
+        """Rank by the hub's hybrid search (the order an agent would get); no hits are counted."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        ids = memories_rank(query=term, limit=SEARCH_LIMIT)
+        if not ids:
+            return queryset.none(), False
+        order = Case(*[When(pk=pk, then=Value(i)) for i, pk in enumerate(ids)], output_field=IntegerField())
+        return queryset.filter(pk__in=ids).annotate(search_rank=order).order_by("search_rank"), False
+
+    def get_ordering(self, request):
+        if request.GET.get("q"):
+            return ()  # keep the search's ranking
+        return super().get_ordering(request)
+
+    @admin.action(description="Archive the selected memories", permissions=["change"])
+    def archive_selected(self, request, queryset):
+        done = sum(memory_archive_by(memory_id=pk, editor=_editor(request)) for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Archived {done} memor{'y' if done == 1 else 'ies'}.", messages.SUCCESS)
+
+    @admin.action(description="Restore the selected memories", permissions=["change"])
+    def restore_selected(self, request, queryset):
+        done = sum(memory_restore_by(memory_id=pk, editor=_editor(request)) for pk in queryset.values_list("pk", flat=True))
+        self.message_user(request, f"Restored {done} memor{'y' if done == 1 else 'ies'}.", messages.SUCCESS)
+
+    def delete_model(self, request, obj):
+        memory_delete(memory_id=obj.pk)
+
+    def delete_queryset(self, request, queryset):
+        for pk in queryset.values_list("pk", flat=True):
+            memory_delete(memory_id=pk)
+
+    # --- the memory page --------------------------------------------------------------------
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        result = memory_edit(
+            memory_id=obj.pk, editor=_editor(request), content=data["content"], context=data.get("context", ""),
+            resolution=data.get("resolution", ""), tags=data.get("tags", []), memory_type=data.get("memory_type"),
+        )
+        if result.redactions:
+            tags = ", ".join(f"{n}× {tag}" for tag, n in sorted(result.redactions.items()))
+            self.message_user(request, f"Redacted on save: {tags}.", messages.WARNING)
+        for match in result.near_duplicates[:1]:
+            url = reverse("admin:memories_memory_change", args=[match.memory.pk])
+            merge = reverse("admin:memories_memory_merge", args=[obj.pk, match.memory.pk])
+            self.message_user(request, format_html(
+                'This memory is now close to <a class="hub-link" href="{}">another one</a> (similarity {}). '
+                '<a class="hub-link" href="{}">Review and merge them</a>.',
+                url, f"{match.similarity:.2f}", merge), messages.INFO)
+        obj.refresh_from_db()
+
+    @admin.display(description="status")
+    def status_line(self, memory: Memory) -> str:
+        return format_html(
+            '<span class="hub-badge hub-badge-{}">{}</span> <span class="hub-badge">{}</span> '
+            '<span class="hub-muted">{} hits · last hit {} · {} · by {}</span>',
+            memory.tier, memory.tier.upper(), memory.status, memory.hit_count,
+            memory.last_hit_at.strftime("%Y-%m-%d %H:%M") if memory.last_hit_at else "never",
+            memory.source, memory.agent or "—",
+        )
+
+    @admin.display(description="L0 / L1")
+    def summaries(self, memory: Memory) -> str:
+        return format_html('<p><strong>{}</strong></p><pre class="hub-pre">{}</pre>', memory.summary_l0,
+                           memory.overview_l1)
+
+    @admin.display(description="redacted")
+    def redactions(self, memory: Memory) -> str:
+        if not memory.redaction_counts:
+            return "nothing"
+        return format_html_join(" ", '<span class="hub-badge">{} × {}</span>',
+                                sorted((tag, n) for tag, n in memory.redaction_counts.items()))
+
+    @admin.display(description="provenance")
+    def provenance_panel(self, memory: Memory) -> str:
+        segment = memory.provenance.get("segment")
+        if segment:
+            url = reverse("admin:ingestion_tasksegment_conversation", args=[segment])
+            return format_html(
+                '<a class="hub-link" href="{}">segment {}</a> of <a class="hub-link" href="{}">session {}</a>'
+                '<div hx-get="{}" hx-trigger="load" hx-swap="innerHTML" class="hub-conversation">'
+                '<span class="hub-muted">Loading the conversation…</span></div>',
+                reverse("admin:ingestion_tasksegment_change", args=[segment]), segment,
+                reverse("admin:ingestion_sessionrecord_change", args=[memory.provenance.get("session")]),
+                memory.provenance.get("session"), url,
+            )
+        if memory.provenance.get("raw_upload"):
+            return format_html("plain-text ingestion (raw upload {})", memory.provenance["raw_upload"])
+        return f"uploaded through the API ({memory.source})"
+
+    @admin.display(description="cluster and skill")
+    def cluster_panel(self, memory: Memory) -> str:
+        member = getattr(memory, "cluster_member", None)
+        if member is None:
+            return "not in a cluster"
+        cluster = member.cluster
+        skill = cluster.skill
+        return format_html(
+            '<a class="hub-link" href="{}">{}</a> ({} members, similarity {}){}',
+            reverse("admin:clusters_knowledgecluster_change", args=[cluster.pk]), cluster,
+            cluster.member_count, f"{member.similarity:.2f}",
+            format_html(' · skill <a class="hub-link" href="{}">{}</a>',
+                        reverse("admin:clusters_skill_change", args=[skill.pk]), skill.slug) if skill else "",
+        )
+
+    @admin.display(description="nearest")
+    def similar_panel(self, memory: Memory) -> str:
+        url = reverse("admin:memories_memory_similar", args=[memory.pk])
+        return format_html('<div hx-get="{}" hx-trigger="load" hx-swap="innerHTML">'
+                           '<a class="hub-link" href="{}">Show the five most similar memories</a></div>', url, url)
+
+    @admin.display(description="edits")
+    def history_panel(self, memory: Memory) -> str:
+        edits = list(memory.edits.all()[:50])
+        if not edits:
+            return "No edits yet."
+        return format_html_join(
+            "", '<div class="hub-history-item"><strong>{}</strong> by {} · {}<br>{}</div>',
+            ((e.action, e.editor, e.created_at.strftime("%Y-%m-%d %H:%M"), _changes(e)) for e in edits),
+        )
+
+    # --- work views -------------------------------------------------------------------------
+    def get_urls(self):
+        return [
+            path("<uuid:memory_id>/similar/", self.admin_site.admin_view(self.similar_view),
+                 name="memories_memory_similar"),
+            path("<uuid:memory_id>/merge/<uuid:other_id>/", self.admin_site.admin_view(self.merge_view),
+                 name="memories_memory_merge"),
+            *super().get_urls(),
+        ]
+
+    def similar_view(self, request: HtmxHttpRequest, memory_id: Any) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        memory = get_object_or_404(Memory.objects.only("pk", "embedding"), pk=memory_id)
+        context = {**self.admin_site.each_context(request), "memory": memory,
+                   "neighbours": memory_neighbours(memory_id=memory.pk, limit=5),
+                   "title": "Similar memories", "opts": self.opts}
+        template = "admin/memories/_similar.html" if request.htmx else "admin/memories/similar.html"
+        return TemplateResponse(request, template, context)
+
+    def merge_view(self, request: HttpRequest, memory_id: Any, other_id: Any) -> HttpResponse:
+        """Merge two memories by hand: GET shows both, POST folds the newer into the older
+        (the survivor keeps hits and contributions; the other is archived)."""
+        if not request.user.has_perm("memories.review_merges"):
+            raise PermissionDenied
+        pair = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[memory_id, other_id])}
+        if len(pair) != 2:
+            messages.error(request, "One of the two memories no longer exists.")
+            return HttpResponseRedirect(reverse("admin:memories_memory_changelist"))
+        first, second = pair[memory_id], pair[other_id]
+        if request.method == "POST":
+            if first.status != Status.ACTIVE or second.status != Status.ACTIVE:
+                messages.error(request, "Both memories must be active to merge.")
+                return HttpResponseRedirect(reverse("admin:memories_memory_change", args=[memory_id]))
+            keep, drop = sorted((first, second), key=lambda m: (m.created_at, str(m.pk)))
+            memory_fold(keep_id=keep.pk, drop_id=drop.pk, similarity=1.0, reason="curator")
+            memory_history_record(memory_id=keep.pk, editor=_editor(request), action="merge",
+                                  after={"merged": str(drop.pk)}, note="merged by hand")
+            messages.success(request, "Merged: the older memory keeps the hits and contributions.")
+            return HttpResponseRedirect(reverse("admin:memories_memory_change", args=[keep.pk]))
+        context = {**self.admin_site.each_context(request), "first": first, "pair": [first, second],
+                   "title": "Merge two memories", "opts": self.opts}
+        return TemplateResponse(request, "admin/memories/merge.html", context)
 
 
-@admin.register(EmbeddingSpace)
-class EmbeddingSpaceAdmin(ReadOnlyAdmin):
-    list_display = ("provider", "model", "dimensions", "updated_at")
+def _changes(edit: Any) -> str:
+    rows = []
+    for name in sorted(set(edit.before) | set(edit.after)):
+        rows.append(format_html("<em>{}</em>: {} → {}", name, _short(edit.before.get(name)), _short(edit.after.get(name))))
+    if edit.note:
+        rows.append(format_html('<span class="hub-muted">{}</span>', edit.note))
+    return format_html_join(mark_safe("<br>"), "{}", ((row,) for row in rows))
 
 
-@admin.register(MergeCandidate)
-class MergeCandidateAdmin(ReadOnlyAdmin):
-    """Pairs that may be one memory, waiting for a curator: merge or dismiss, through the
-    same services the pipeline uses (a dismissed pair is never proposed again)."""
+def _short(value: Any) -> str:
+    text = ", ".join(value) if isinstance(value, list) else ("—" if value in (None, "") else str(value))
+    return text if len(text) <= 300 else text[:297] + "…"
 
-    list_display = ("memory", "duplicate_of", "similarity", "conflict_list", "status", "llm_verdict", "created_at")
-    list_filter = ("status", "llm_verdict")
-    list_select_related = ("memory", "duplicate_of")
-    actions = ["merge_pairs", "dismiss_pairs"]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).defer("memory__embedding", "duplicate_of__embedding")
-
-    @admin.display(description="details that differ")
-    def conflict_list(self, candidate: MergeCandidate) -> str:
-        return "; ".join(candidate.conflicts) or "—"
-
-    def has_review_permission(self, request) -> bool:
-        return request.user.has_perm("memories.change_mergecandidate")
-
-    def _decide(self, request, queryset, decide, done: str) -> None:
-        decided = 0
-        for candidate in queryset.filter(status=CandidateStatus.OPEN):
-            try:
-                decide(candidate_id=candidate.pk, decided_by=request.user.get_username())
-                decided += 1
-            except MemoryInputError as exc:
-                self.message_user(request, f"{candidate}: {exc.message}", messages.WARNING)
-        self.message_user(request, f"{decided} pair(s) {done}.", messages.SUCCESS)
-
-    @admin.action(description="Merge the selected pairs (the newer into the older)", permissions=["review"])
-    def merge_pairs(self, request, queryset) -> None:
-        self._decide(request, queryset, merge_candidate_accept, "merged")
-
-    @admin.action(description="Dismiss the selected pairs (different memories)", permissions=["review"])
-    def dismiss_pairs(self, request, queryset) -> None:
-        self._decide(request, queryset, merge_candidate_dismiss, "dismissed")

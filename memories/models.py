@@ -118,6 +118,8 @@ class Memory(models.Model):
             models.CheckConstraint(condition=Q(tier__in=Tier.values), name="memory_tier_valid"),
             models.CheckConstraint(condition=Q(status__in=Status.values), name="memory_status_valid"),
         ]
+        permissions = [("review_merges", "Can review merges and merge candidates")]
+        verbose_name_plural = "memories"
 
     def __str__(self) -> str:
         return self.summary_l0 or self.content[:80]
@@ -201,3 +203,40 @@ class EmbeddingSpace(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.model}/{self.dimensions}"
+
+
+class MemoryEdit(models.Model):
+    """One change a person made to a memory (an edit, archive, restore, merge, split): who, when,
+    and the fields before and after. The memory's admin page shows them as its history."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="edits")
+    editor = models.CharField(max_length=150)
+    action = models.CharField(max_length=20)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    note = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["memory", "-created_at"], name="memory_edit_memory_time")]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.editor}"
+
+
+class TierSnapshot(models.Model):
+    """How many memories each tier held on a day (written by the tier rebalance, one row a day):
+    the dashboard's tier mix over time."""
+
+    day = models.DateField(unique=True)
+    hot = models.PositiveIntegerField(default=0)
+    warm = models.PositiveIntegerField(default=0)
+    cold = models.PositiveIntegerField(default=0)
+    archived = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-day"]
+
+    def __str__(self) -> str:
+        return f"tiers on {self.day}"

@@ -44,8 +44,25 @@ def step_function(name: str) -> Callable[[], dict[str, Any]]:
 
 
 def run_step(name: str) -> dict[str, Any]:
+    """Run one step and keep a record of the run (``StepRun``: the dashboard's pipeline panel)."""
+    from django.utils import timezone
+
+    from ultron_site.models import StepRun
+
+    function = step_function(name)
+    record = StepRun.objects.create(step=name, started_at=timezone.now())
     started = time.monotonic()
-    result = step_function(name)()
+    try:
+        result = function()
+    except Exception as exc:
+        record.error = f"{type(exc).__name__}: {exc}"[:2000]
+        record.finished_at = timezone.now()
+        record.save(update_fields=["error", "finished_at"])
+        raise
+    record.ok = True
+    record.result = result if isinstance(result, dict) else {"result": str(result)}
+    record.finished_at = timezone.now()
+    record.save(update_fields=["ok", "result", "finished_at"])
     logger.info("pipeline step %s done in %.2fs: %s", name, time.monotonic() - started, result)
     return result
 
@@ -76,3 +93,10 @@ def schedule_register() -> None:
             "repeats": -1,
         },
     )
+
+
+def pipeline_run_enqueue() -> None:
+    """Queue one whole run for the worker (the dashboard's "run now")."""
+    from memories.queue import enqueue
+
+    enqueue("ultron_site.pipeline.run_pipeline")

@@ -60,7 +60,9 @@ CSRF_TRUSTED_ORIGINS = env_list(
 )
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # The admin theme first, so its templates win; the hub's own admin site replaces the default one.
+    "unfold.apps.BasicAppConfig",
+    "ultron_site.apps.HubAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -142,6 +144,24 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/admin/"
+
+# --- the admin site (django-unfold's look; its files are served by whitenoise, nothing from a CDN)
+UNFOLD = {
+    "SITE_TITLE": "Ultron Hub",
+    "SITE_HEADER": "Ultron Hub",
+    "SITE_SUBHEADER": "shared memory for agents",
+    "SITE_SYMBOL": "hub",
+    "SHOW_VIEW_ON_SITE": False,
+    "SITE_FAVICONS": [{"rel": "icon", "type": "image/svg+xml", "href": "ultron_site.admin_site.favicon"}],
+    "STYLES": ["ultron_site.admin_site.stylesheet"],
+    "SCRIPTS": ["ultron_site.admin_site.script"],
+    "SIDEBAR": {
+        "show_search": False,
+        "show_all_applications": True,
+        "navigation": "ultron_site.admin_site.sidebar",
+    },
+}
 
 # Request bodies: JSON requests are small; file uploads get their own limits (ingestion).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int(

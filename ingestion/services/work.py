@@ -60,3 +60,11 @@ def work_done(item: WorkItem, state_field: str, extra: list[str]) -> None:
     item.next_attempt_at = None
     item.lease_until = None
     item.save(update_fields=[state_field, "attempts", "last_error", "next_attempt_at", "lease_until", *extra])
+
+
+def work_retry(*, model: type[WorkItem], ids: list[int], state_field: str) -> int:
+    """Put failed or parked items back in the queue now (an admin's retry): pending, attempts
+    reset, the last error kept until the next attempt replaces it."""
+    return model._default_manager.filter(
+        pk__in=ids, **{f"{state_field}__in": [WorkState.FAILED, WorkState.PARKED]}
+    ).update(**{state_field: WorkState.PENDING}, attempts=0, next_attempt_at=None, lease_until=None)

@@ -32,7 +32,7 @@ CANDIDATES_PER_UPLOAD = 2
 
 
 def memory_find_duplicate(
-    *, body_hash: str, vector: list[float], verdicts: dict[Any, bool | None], body: str = ""
+    *, body_hash: str, vector: list[float], verdicts: dict[Any, bool | None], body: str = "", exclude: Any = None
 ) -> list[DuplicateMatch]:
     """The memories a new upload duplicates or may duplicate (docs/flow.md#duplicate-check):
     one match to merge into, or the merge candidates (at most ``CANDIDATES_PER_UPLOAD``), or
@@ -45,11 +45,14 @@ def memory_find_duplicate(
     band (soft threshold up to the duplicate threshold), and above it when details conflict,
     the pair is a candidate: the LLM's verdict (``verdicts``, filled in by the caller) decides
     when one is configured (a neighbour with no verdict yet comes back as ``ask``);. ``body`` is the upload's text (content,
-    context, resolution joined by newlines).
+    context, resolution joined by newlines). ``exclude``: a memory to leave out (an edited
+    memory is checked against the others).
     """
+    active = Memory.objects.defer(*LIST_FIELDS_DEFERRED).filter(status=Status.ACTIVE)
+    if exclude is not None:
+        active = active.exclude(pk=exclude)
     exact = (
-        Memory.objects.defer(*LIST_FIELDS_DEFERRED)
-        .filter(status=Status.ACTIVE, content_hash=body_hash)
+        active.filter(content_hash=body_hash)
         .order_by("created_at")
         .first()
     )
@@ -57,9 +60,7 @@ def memory_find_duplicate(
         return [DuplicateMatch(exact, 1.0, "exact")]
     limits = model_thresholds()
     neighbours = list(
-        Memory.objects.defer(*LIST_FIELDS_DEFERRED)
-        .filter(status=Status.ACTIVE)
-        .annotate(distance=CosineDistance("embedding", vector))
+        active.annotate(distance=CosineDistance("embedding", vector))
         .order_by("distance")[:5]
     )
     candidates: list[DuplicateMatch] = []

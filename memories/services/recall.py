@@ -73,3 +73,12 @@ def context_build(
     )
     memory_hits_record(ids=[b.id for b in assembled.blocks if b.section == "relevant"], amount=SEARCH_HIT)
     return assembled
+
+
+def memories_rank(*, query: str, limit: int = 200) -> list[Any]:
+    """The ids of active memories in the order an agent's search would rank them (the
+    default search mode), without counting hits: for people browsing in the admin site."""
+    text = redact(query).text
+    vector = embed_texts([text])[0]
+    hits = selectors.memory_search(vector=vector, limit=limit, mode=settings.ULTRON_SEARCH_MODE, text=text)
+    return [hit.id for hit in hits]

@@ -8,11 +8,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 
 from memories import signals
-from memories.models import Memory, Status
+from memories.models import Memory, Status, TierSnapshot
 
 SEARCH_HIT = 1
 DETAILS_HIT = 2
@@ -94,7 +94,20 @@ def tiers_rebalance() -> RebalanceResult:
             f"SELECT tier, count(*) FROM {table} WHERE status = 'active' GROUP BY tier"
         )
         counts = dict(cursor.fetchall())
+        tier_snapshot_record(counts)
     return RebalanceResult(
         hot=counts.get("hot", 0), warm=counts.get("warm", 0), cold=counts.get("cold", 0),
         changed=changed, archived=archived,
+    )
+
+
+def tier_snapshot_record(counts: dict[str, int] | None = None) -> None:
+    """Today's tier mix (the dashboard's chart): one row a day, the last count of the day wins."""
+    if counts is None:
+        counts = dict(Memory.objects.filter(status=Status.ACTIVE).values_list("tier").annotate(n=Count("pk")))
+    archived = Memory.objects.filter(status=Status.ARCHIVED).count()
+    TierSnapshot.objects.update_or_create(
+        day=timezone.localdate(),
+        defaults={"hot": counts.get("hot", 0), "warm": counts.get("warm", 0), "cold": counts.get("cold", 0),
+                  "archived": archived},
     )

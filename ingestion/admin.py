@@ -1,0 +1,151 @@
+"""Admin pages of ingestion: jobs with their per-file results, sessions, segments (their
+messages shown as a conversation), failed and parked work with a retry action, raw archives
+(downloadable by admins only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.html import format_html
+
+from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin
+from ingestion.models import IngestJob, RawUpload, SessionRecord, TaskSegment
+from ingestion.selectors import job_progress
+from ingestion.services.work import work_retry
+
+
+def _retry(request: HttpRequest, queryset: Any, state_fields: tuple[str, ...]) -> int:
+    ids = list(queryset.values_list("pk", flat=True))
+    return sum(work_retry(model=queryset.model, ids=ids, state_field=field) for field in state_fields)
+
+
+@admin.register(IngestJob)
+class IngestJobAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "agent", "file_count")
+    list_select_related = ("agent",)
+    readonly_fields = ("agent", "created_at", "progress_panel")
+    fields = ("agent", "created_at", "progress_panel")
+
+    @admin.display(description="files")
+    def file_count(self, job: IngestJob) -> int:
+        return len(job.files)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="progress")
+    def progress_panel(self, job: IngestJob) -> str:
+        from django.template.loader import render_to_string
+
+        return render_to_string("admin/ingestion/_job_progress.html", {"progress": job_progress(job=job)})
+
+
+@admin.register(SessionRecord)
+class SessionRecordAdmin(ReadOnlyAdmin):
+    list_display = ("identity", "agent", "message_count", "segmentation", "attempts", "updated_at")
+    list_filter = ("segmentation", "agent")
+    search_fields = ("identity",)
+    list_select_related = ("agent",)
+    actions = ["retry_selected"]
+    exclude = ()
+
+    def has_retry_permission(self, request) -> bool:
+        return request.user.has_perm("ingestion.retry_work")
+
+    @admin.action(description="Retry segmentation of failed or parked sessions", permissions=["retry"])
+    def retry_selected(self, request, queryset):
+        done = _retry(request, queryset, ("segmentation",))
+        self.message_user(request, f"{done} session(s) queued again.", messages.SUCCESS)
+
+
+@admin.register(TaskSegment)
+class TaskSegmentAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "topic", "score", "task_type", "scoring", "extraction", "attempts", "short_error")
+    list_filter = ("scoring", "extraction", "task_type")
+    search_fields = ("topic",)
+    list_select_related = ("session",)
+    actions = ["retry_selected"]
+    readonly_fields = ("session", "index", "topic", "score", "task_type", "scoring", "extraction", "attempts",
+                       "last_error", "conversation_panel")
+    fields = readonly_fields
+
+    @admin.display(description="last error")
+    def short_error(self, segment: TaskSegment) -> str:
+        return segment.last_error[:100]
+
+    @admin.display(description="messages")
+    def conversation_panel(self, segment: TaskSegment) -> str:
+        from django.template.loader import render_to_string
+
+        return render_to_string("admin/ingestion/_conversation.html", {"messages": segment.messages})
+
+    def has_retry_permission(self, request) -> bool:
+        return request.user.has_perm("ingestion.retry_work")
+
+    @admin.action(description="Retry scoring / extraction of failed or parked segments", permissions=["retry"])
+    def retry_selected(self, request, queryset):
+        done = _retry(request, queryset, ("scoring", "extraction"))
+        self.message_user(request, f"{done} step(s) queued again.", messages.SUCCESS)
+
+    def get_urls(self):
+        return [
+            path("<int:segment_id>/conversation/", self.admin_site.admin_view(self.conversation_view),
+                 name="ingestion_tasksegment_conversation"),
+            *super().get_urls(),
+        ]
+
+    def conversation_view(self, request: HtmxHttpRequest, segment_id: int) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        segment = get_object_or_404(TaskSegment.objects.only("pk", "messages", "index", "session_id"), pk=segment_id)
+        context = {**self.admin_site.each_context(request), "messages": segment.messages, "segment": segment,
+                   "title": f"Segment {segment.pk}: conversation", "opts": self.opts}
+        template = "admin/ingestion/_conversation.html" if request.htmx else "admin/ingestion/conversation.html"
+        return TemplateResponse(request, template, context)
+
+
+@admin.register(RawUpload)
+class RawUploadAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "kind", "name", "size", "redacted", "download_link")
+    list_filter = ("kind", "redacted")
+    search_fields = ("name",)
+    exclude = ("content",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("content")
+
+    @admin.display(description="download")
+    def download_link(self, raw: RawUpload) -> str:
+        from django.urls import reverse
+
+        return format_html('<a class="hub-link" href="{}">download</a>',
+                           reverse("admin:ingestion_rawupload_download", args=[raw.pk]))
+
+    def get_urls(self):
+        return [
+            path("<int:raw_id>/download/", self.admin_site.admin_view(self.download_view),
+                 name="ingestion_rawupload_download"),
+            *super().get_urls(),
+        ]
+
+    def download_view(self, request: HttpRequest, raw_id: int) -> HttpResponse:
+        """The archived bytes as a file (admins only: the archive may hold unredacted text)."""
+        if not request.user.has_perm("ingestion.download_rawupload"):
+            raise PermissionDenied
+        from ingestion.services.accept import raw_bytes
+
+        raw = get_object_or_404(RawUpload, pk=raw_id)
+        data = raw_bytes(raw)
+        name = (raw.name.rsplit("/", 1)[-1] or f"upload-{raw.pk}").replace('"', "")
+        response = HttpResponse(data, content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+

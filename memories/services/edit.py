@@ -1,0 +1,114 @@
+"""A person changing a memory (curators, in the admin site): an edit goes through the same
+validation, redaction and embedding as an upload, the cluster follows, the duplicate check
+says whether the edit made it a near-duplicate of another memory, and every change is kept in
+the memory's history (who, when, before → after)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from memories import signals
+from memories.judgements.summarize import extractive_summaries
+from memories.models import Memory, MemoryEdit, MemoryType, Status
+from memories.selectors import DuplicateMatch, memory_find_duplicate
+from memories.services.embedding_space import embed_texts
+from memories.services.inputs import MemoryInputError, memory_input_clean
+from memories.services.lifecycle import memory_archive, memory_restore
+from memories.text import content_hash, embedding_text, memory_body
+
+EDITABLE = ("content", "context", "resolution", "tags", "memory_type")
+
+
+@dataclass
+class EditResult:
+    memory: Memory
+    changed: list[str]
+    redactions: Counter = field(default_factory=Counter)
+    # Another active memory the edited one now duplicates or may duplicate (most similar first).
+    near_duplicates: list[DuplicateMatch] = field(default_factory=list)
+
+
+def _snapshot(memory: Memory, fields: tuple[str, ...] = EDITABLE) -> dict[str, Any]:
+    return {name: getattr(memory, name) for name in fields}
+
+
+def memory_history_record(*, memory_id: Any, editor: str, action: str, before: dict | None = None,
+                          after: dict | None = None, note: str = "") -> MemoryEdit:
+    return MemoryEdit.objects.create(memory_id=memory_id, editor=editor[:150], action=action,
+                                     before=before or {}, after=after or {}, note=note[:300])
+
+
+def memory_edit(
+    *, memory_id: Any, editor: str, content: Any, context: Any = "", resolution: Any = "", tags: Any = None,
+    memory_type: str | None = None,
+) -> EditResult:
+    """Change a memory's body, tags and (optionally) type. The fields are validated and
+    redacted like an upload's; a changed body is re-embedded, its summaries re-cut and its
+    cluster updated. Raises ``MemoryInputError`` (naming the field) for bad input and
+    ``Memory.DoesNotExist`` when there is no such memory."""
+    if memory_type is not None and memory_type not in MemoryType.values:
+        raise MemoryInputError("memory_type", f"must be one of {', '.join(MemoryType.values)}")
+    clean = memory_input_clean(content=content, context=context, resolution=resolution, tags=tags)
+    body_changed_vector: list[float] | None = None
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().defer("embedding").get(pk=memory_id)
+        before = _snapshot(memory)
+        body_changed = (clean.content, clean.context, clean.resolution) != (
+            memory.content, memory.context, memory.resolution)
+        memory.content, memory.context, memory.resolution = clean.content, clean.context, clean.resolution
+        memory.tags = clean.tags
+        if memory_type is not None:
+            memory.memory_type = memory_type
+        update = ["content", "context", "resolution", "tags", "memory_type", "updated_at"]
+        if body_changed:
+            body_changed_vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
+            memory.embedding = body_changed_vector
+            memory.content_hash = content_hash(clean.content, clean.context, clean.resolution)
+            memory.summary_l0, memory.overview_l1 = extractive_summaries(
+                clean.content, clean.context, clean.resolution)
+            if clean.redactions:
+                counts = Counter(memory.redaction_counts)
+                counts.update(clean.redactions)
+                memory.redaction_counts = dict(counts)
+            update += ["embedding", "content_hash", "summary_l0", "overview_l1", "redaction_counts"]
+        after = _snapshot(memory)
+        changed = [name for name in EDITABLE if before[name] != after[name]]
+        if not changed:
+            return EditResult(memory, [], clean.redactions)
+        memory.save(update_fields=update)
+        memory_history_record(
+            memory_id=memory.pk, editor=editor, action="edit",
+            before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
+            note=("redacted: " + ", ".join(f"{n}× {tag}" for tag, n in sorted(clean.redactions.items())))
+            if clean.redactions else "",
+        )
+        if body_changed and memory.status == Status.ACTIVE:
+            signals.memory_changed.send(sender=Memory, memory_id=memory.pk)
+    near: list[DuplicateMatch] = []
+    if body_changed_vector is not None and memory.status == Status.ACTIVE:
+        found = memory_find_duplicate(
+            body_hash=memory.content_hash, vector=body_changed_vector, verdicts={},
+            body=memory_body(memory.content, memory.context, memory.resolution), exclude=memory.pk,
+        )
+        near = [m for m in found if m.memory.pk != memory.pk]
+    return EditResult(memory, changed, clean.redactions, near)
+
+
+def memory_archive_by(*, memory_id: Any, editor: str) -> bool:
+    done = memory_archive(memory_id=memory_id)
+    if done:
+        memory_history_record(memory_id=memory_id, editor=editor, action="archive",
+                              before={"status": Status.ACTIVE}, after={"status": Status.ARCHIVED})
+    return done
+
+
+def memory_restore_by(*, memory_id: Any, editor: str) -> bool:
+    done = memory_restore(memory_id=memory_id)
+    if done:
+        memory_history_record(memory_id=memory_id, editor=editor, action="restore",
+                              before={"status": Status.ARCHIVED}, after={"status": Status.ACTIVE})
+    return done

@@ -1,0 +1,212 @@
+"""The admin site people work in: roles, what each role may open, edits through the service
+(redaction, history), HTMX partials beside full pages, and agents kept out."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+
+from memories.models import Memory, MemoryEdit, Status
+from memories.services import memory_upload
+from ultron_site.people import person_create
+
+pytestmark = pytest.mark.django_db
+
+
+def _login(role: str) -> Client:
+    person = person_create(username=f"{role}-person", role=role)
+    client = Client()
+    assert client.login(username=person.username, password=person.password)
+    return client
+
+
+@pytest.fixture
+def curator_client() -> Client:
+    return _login("curator")
+
+
+@pytest.fixture
+def admin_client_role() -> Client:
+    return _login("admin")
+
+
+@pytest.fixture
+def memory() -> Memory:
+    return memory_upload(
+        content="pip install failed inside Docker: could not find a version that satisfies the requirement",
+        context="CI runner without outbound network", resolution="configure a proxy or build with --network host",
+        tags=["docker"],
+    ).memory
+
+
+def test_roles_exist_with_their_permissions():
+    curators = set(Group.objects.get(name="Curators").permissions.values_list("codename", flat=True))
+    admins = set(Group.objects.get(name="Admins").permissions.values_list("codename", flat=True))
+    assert {"change_memory", "review_merges", "crystallize_cluster", "publish_skill"} <= curators
+    assert curators < admins
+    assert {"upload_sessions", "download_rawupload", "add_apitoken", "retry_work", "delete_memory"} <= admins - curators
+
+
+def test_create_user_prints_a_password_that_logs_in():
+    out = io.StringIO()
+    call_command("create_user", "dora", "--role", "curator", stdout=out)
+    password = out.getvalue().split("Password (shown only now): ")[1].split()[0]
+    assert Client().login(username="dora", password=password)
+
+
+def test_create_user_refuses_an_unknown_role_and_a_taken_name():
+    from django.core.management.base import CommandError
+
+    call_command("create_user", "erin", "--role", "admin", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("create_user", "erin", "--role", "admin", stdout=io.StringIO())
+    with pytest.raises(CommandError):
+        call_command("create_user", "finn", "--role", "owner", stdout=io.StringIO())
+
+
+def test_root_redirects_to_the_admin_site(client):
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == reverse("admin:index")
+
+
+def test_an_agent_token_never_opens_a_page(agent_token, memory):
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {agent_token}")
+    for url in (reverse("admin:index"), reverse("admin:memories_memory_changelist"),
+                reverse("admin:memories_memory_change", args=[memory.pk])):
+        response = client.get(url)
+        assert response.status_code == 302 and "/admin/login/" in response["Location"], url
+
+
+def test_dashboard_shows_counts_that_link_to_their_lists(curator_client, memory):
+    response = curator_client.get(reverse("admin:index"))
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Active memories by tier" in body
+    assert "?tier__exact=warm&amp;status__exact=active" in body
+    assert "Run now" not in body  # curators do not run the pipeline
+
+
+def test_admins_can_queue_a_pipeline_run_and_curators_cannot(admin_client_role, curator_client, settings):
+    assert "Run now" in admin_client_role.get(reverse("admin:index")).content.decode()
+    assert curator_client.post(reverse("admin:pipeline_run")).status_code == 403
+    assert admin_client_role.post(reverse("admin:pipeline_run")).status_code == 302
+
+
+@pytest.mark.parametrize("name", ["admin:agents_agent_changelist", "admin:ingestion_rawupload_changelist",
+                                  "admin:ingestion_ingestjob_changelist"])
+def test_a_curator_cannot_open_tokens_raw_archives_or_jobs(curator_client, admin_client_role, name):
+    assert curator_client.get(reverse(name)).status_code == 403
+    assert admin_client_role.get(reverse(name)).status_code == 200
+
+
+def test_curator_edit_goes_through_the_service_redacts_and_is_recorded(curator_client, memory):
+    url = reverse("admin:memories_memory_change", args=[memory.pk])
+    assert curator_client.get(url).status_code == 200
+    old_vector = list(Memory.objects.values_list("embedding", flat=True).get(pk=memory.pk))
+    secret = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+    response = curator_client.post(url, {
+        "content": f"pip install fails in Docker without network; the key was {secret}",
+        "context": "CI runner without outbound network",
+        "resolution": "configure a proxy or build with --network host",
+        "tags_text": "docker, pip",
+        "memory_type": "error",
+        # the read-only inlines' management forms
+        "contributions-TOTAL_FORMS": "0", "contributions-INITIAL_FORMS": "0",
+        "merge_candidates-TOTAL_FORMS": "0", "merge_candidates-INITIAL_FORMS": "0",
+    }, follow=True)
+    assert response.status_code == 200
+    memory.refresh_from_db()
+    assert secret not in memory.content and "<" in memory.content
+    assert memory.tags == ["docker", "pip"]
+    assert list(Memory.objects.values_list("embedding", flat=True).get(pk=memory.pk)) != old_vector
+    edit = MemoryEdit.objects.get(memory=memory)
+    assert edit.editor == "curator-person" and edit.action == "edit"
+    assert secret not in str(edit.after) and "content" in edit.before
+    assert "redacted" in edit.note
+    page = curator_client.get(url).content.decode()
+    assert "curator-person" in page  # the history on the memory page
+
+
+def test_a_bad_edit_shows_the_error_beside_the_field_and_changes_nothing(curator_client, memory):
+    url = reverse("admin:memories_memory_change", args=[memory.pk])
+    response = curator_client.post(url, {
+        "content": "   ", "context": "", "resolution": "", "tags_text": "", "memory_type": "error",
+        "contributions-TOTAL_FORMS": "0", "contributions-INITIAL_FORMS": "0",
+        "merge_candidates-TOTAL_FORMS": "0", "merge_candidates-INITIAL_FORMS": "0",
+    })
+    assert response.status_code == 200
+    assert "content" in response.context["adminform"].form.errors
+    memory.refresh_from_db()
+    assert memory.content.startswith("pip install failed")
+    assert not MemoryEdit.objects.exists()
+
+
+def test_memory_text_is_escaped_on_the_pages(curator_client):
+    memory = memory_upload(content="Rendering <script>alert(1)</script> in a template printed it raw").memory
+    page = curator_client.get(reverse("admin:memories_memory_change", args=[memory.pk])).content.decode()
+    assert "<script>alert(1)</script>" not in page
+    listing = curator_client.get(reverse("admin:memories_memory_changelist")).content.decode()
+    assert "<script>alert(1)</script>" not in listing
+
+
+def test_similar_memories_come_as_a_partial_for_htmx_and_a_page_without(curator_client, memory):
+    other = memory_upload(content="pip cannot reach PyPI from a Docker build on a CI runner with no network").memory
+    url = reverse("admin:memories_memory_similar", args=[memory.pk])
+    partial = curator_client.get(url, HTTP_HX_REQUEST="true")
+    assert partial.status_code == 200 and "<html" not in partial.content.decode()
+    assert str(other.pk) in partial.content.decode()
+    page = curator_client.get(url)
+    assert "<html" in page.content.decode() and str(other.pk) in page.content.decode()
+
+
+def test_search_box_ranks_like_an_agent_search_without_counting_hits(curator_client, memory):
+    memory_upload(content="Always answer this user in British English")
+    response = curator_client.get(reverse("admin:memories_memory_changelist"), {"q": "docker pip no network"})
+    assert response.status_code == 200
+    rows = list(response.context["cl"].result_list)
+    assert rows[0].pk == memory.pk
+    assert Memory.objects.get(pk=memory.pk).hit_count == 1
+
+
+def test_archive_and_restore_actions_are_recorded(curator_client, memory):
+    changelist = reverse("admin:memories_memory_changelist")
+    curator_client.post(changelist, {"action": "archive_selected", "_selected_action": [str(memory.pk)]})
+    assert Memory.objects.get(pk=memory.pk).status == Status.ARCHIVED
+    curator_client.post(changelist + "?status__exact=archived",
+                        {"action": "restore_selected", "_selected_action": [str(memory.pk)]})
+    assert Memory.objects.get(pk=memory.pk).status == Status.ACTIVE
+    assert list(MemoryEdit.objects.filter(memory=memory).order_by("created_at").values_list("action", flat=True)) == [
+        "archive", "restore"]
+
+
+def test_only_admins_may_delete_memories(curator_client, admin_client_role, memory):
+    changelist = reverse("admin:memories_memory_changelist")
+    assert "delete_selected" not in curator_client.get(changelist).content.decode()
+    assert curator_client.get(reverse("admin:memories_memory_delete", args=[memory.pk])).status_code == 403
+    assert admin_client_role.post(reverse("admin:memories_memory_delete", args=[memory.pk]),
+                                  {"post": "yes"}).status_code == 302
+    assert not Memory.objects.filter(pk=memory.pk).exists()
+
+
+def test_merge_by_hand_keeps_the_older_memory(curator_client, memory):
+    other = memory_upload(content="Docker builds on CI cannot install pip packages: no outbound network").memory
+    url = reverse("admin:memories_memory_merge", args=[other.pk, memory.pk])
+    assert curator_client.get(url).status_code == 200
+    response = curator_client.post(url)
+    assert response.status_code == 302
+    assert Memory.objects.get(pk=other.pk).status == Status.ARCHIVED
+    kept = Memory.objects.get(pk=memory.pk)
+    assert kept.status == Status.ACTIVE and kept.contributions.count() == 1
+    assert MemoryEdit.objects.filter(memory=kept, action="merge").exists()
+
+
+def test_every_admin_list_opens_for_an_admin(admin_client_role, memory):
+    for name in ("memories_memory", "memories_mergecandidate", "clusters_knowledgecluster", "clusters_skill",
+                 "ingestion_ingestjob", "ingestion_sessionrecord", "ingestion_tasksegment", "ingestion_rawupload",
+                 "ultron_site_steprun", "agents_agent"):
+        assert admin_client_role.get(reverse(f"admin:{name}_changelist")).status_code == 200, name
