@@ -15,12 +15,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet ".[dev]"
 	@touch $(STAMP)
 
+# The browser tests drive Debian's Chromium; as root on Debian, install it where it is missing.
+/usr/bin/chromium:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium is missing (install Debian's chromium package): the browser tests will fail"; fi
+
 install: $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m ultron_site.launcher run
 
-test: $(STAMP)
+test: $(STAMP) /usr/bin/chromium
 	$(PY) -m ultron_site.launcher test $(PYTEST_ARGS)
 
 # The quick benchmark set (a few minutes on 2 cores); each script also runs alone, see bench/README.md.

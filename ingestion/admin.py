@@ -6,17 +6,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin
+from agents.models import Agent
 from ingestion.models import IngestJob, RawUpload, SessionRecord, TaskSegment
 from ingestion.selectors import job_progress
+from ingestion.services import IngestError
+from ingestion.services.accept import files_ingest
 from ingestion.services.work import work_retry
 
 
@@ -25,12 +31,41 @@ def _retry(request: HttpRequest, queryset: Any, state_fields: tuple[str, ...]) -
     return sum(work_retry(model=queryset.model, ids=ids, state_field=field) for field in state_fields)
 
 
+class MultipleFiles(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class SessionFilesField(forms.FileField):
+    widget = MultipleFiles
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        files = data if isinstance(data, list | tuple) else [data] if data else []
+        if not files:
+            raise forms.ValidationError("Choose one or more .jsonl session files.")
+        for upload in files:
+            if not upload.name.endswith(".jsonl"):
+                raise forms.ValidationError(f"{upload.name}: only .jsonl session files are ingested.")
+            if upload.size > settings.ULTRON_INGEST_MAX_FILE_BYTES:
+                raise forms.ValidationError(
+                    f"{upload.name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES:,} bytes.")
+        if sum(upload.size for upload in files) > settings.ULTRON_INGEST_MAX_REQUEST_BYTES:
+            raise forms.ValidationError(
+                f"The files add up to more than {settings.ULTRON_INGEST_MAX_REQUEST_BYTES:,} bytes.")
+        return list(files)
+
+
+class IngestForm(forms.Form):
+    agent = forms.ModelChoiceField(queryset=Agent.objects.order_by("name"), help_text="The agent whose sessions these are.")
+    session_files = SessionFilesField(label="Session files", help_text="One or more .jsonl files (Claude Code session exports and the other supported formats).")
+
+
 @admin.register(IngestJob)
 class IngestJobAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "agent", "file_count")
     list_select_related = ("agent",)
     readonly_fields = ("agent", "created_at", "progress_panel")
     fields = ("agent", "created_at", "progress_panel")
+    change_list_template = "admin/ingestion/ingestjob/change_list.html"
 
     @admin.display(description="files")
     def file_count(self, job: IngestJob) -> int:
@@ -41,9 +76,49 @@ class IngestJobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="progress")
     def progress_panel(self, job: IngestJob) -> str:
-        from django.template.loader import render_to_string
+        return render_to_string("admin/ingestion/_job_progress.html", _progress_context(job))
 
-        return render_to_string("admin/ingestion/_job_progress.html", {"progress": job_progress(job=job)})
+    def get_urls(self):
+        return [
+            path("upload/", self.admin_site.admin_view(self.upload_view), name="ingestion_ingestjob_upload"),
+            path("<uuid:job_id>/progress/", self.admin_site.admin_view(self.progress_view),
+                 name="ingestion_ingestjob_progress"),
+            *super().get_urls(),
+        ]
+
+    def upload_view(self, request: HttpRequest) -> HttpResponse:
+        """Admins upload session files for an agent: the same ingestion service as the API;
+        the work itself is queued and the job page shows it."""
+        if not request.user.has_perm("ingestion.upload_sessions"):
+            raise PermissionDenied
+        form = IngestForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            files = [(upload.name, upload.read()) for upload in form.cleaned_data["session_files"]]
+            try:
+                job, results = files_ingest(agent=form.cleaned_data["agent"], files=files)
+            except IngestError as exc:
+                form.add_error("session_files", str(exc))
+            else:
+                messages.success(request, f"{len(results)} file(s) accepted; the pipeline is working on them.")
+                return HttpResponseRedirect(reverse("admin:ingestion_ingestjob_change", args=[job.pk]))
+        context = {**self.admin_site.each_context(request), "form": form, "title": "Upload sessions",
+                   "opts": self.opts}
+        return TemplateResponse(request, "admin/ingestion/upload.html", context)
+
+    def progress_view(self, request: HtmxHttpRequest, job_id: Any) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        job = get_object_or_404(IngestJob, pk=job_id)
+        context = _progress_context(job)
+        if request.htmx:
+            return TemplateResponse(request, "admin/ingestion/_job_progress.html", context)
+        context.update(self.admin_site.each_context(request), title="Ingest job", opts=self.opts)
+        return TemplateResponse(request, "admin/ingestion/job_progress.html", context)
+
+
+def _progress_context(job: IngestJob) -> dict[str, Any]:
+    return {"job": job, "progress": job_progress(job=job),
+            "poll_url": reverse("admin:ingestion_ingestjob_progress", args=[job.pk])}
 
 
 @admin.register(SessionRecord)
@@ -81,8 +156,6 @@ class TaskSegmentAdmin(ReadOnlyAdmin):
 
     @admin.display(description="messages")
     def conversation_panel(self, segment: TaskSegment) -> str:
-        from django.template.loader import render_to_string
-
         return render_to_string("admin/ingestion/_conversation.html", {"messages": segment.messages})
 
     def has_retry_permission(self, request) -> bool:
@@ -122,8 +195,6 @@ class RawUploadAdmin(ReadOnlyAdmin):
 
     @admin.display(description="download")
     def download_link(self, raw: RawUpload) -> str:
-        from django.urls import reverse
-
         return format_html('<a class="hub-link" href="{}">download</a>',
                            reverse("admin:ingestion_rawupload_download", args=[raw.pk]))
 

@@ -209,6 +209,13 @@ class MemoryAdmin(ModelAdmin):
         order = Case(*[When(pk=pk, then=Value(i)) for i, pk in enumerate(ids)], output_field=IntegerField())
         return queryset.filter(pk__in=ids).annotate(search_rank=order).order_by("search_rank"), False
 
+    def changelist_view(self, request: HtmxHttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        """The whole list page, or for htmx (the live search box) only the results partial."""
+        response = super().changelist_view(request, extra_context)
+        if request.htmx and isinstance(response, TemplateResponse):
+            response.template_name = "admin/memories/memory/_results.html"
+        return response
+
     def get_ordering(self, request):
         if request.GET.get("q"):
             return ()  # keep the search's ranking

@@ -5,11 +5,12 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
+from django.apps import apps as django_apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from ultron_site.roles import ROLE_GROUPS
+from ultron_site.roles import ROLE_GROUPS, groups_sync
 
 
 class PersonError(ValueError):
@@ -37,5 +38,9 @@ def person_create(*, username: str, role: str) -> CreatedPerson:
         if users.objects.filter(username=username).exists():
             raise PersonError(f"a user named {username!r} already exists")
         user = users.objects.create_user(username=username, password=password, is_staff=True)
-        user.groups.add(Group.objects.get(name=ROLE_GROUPS[role]))
+        group = Group.objects.filter(name=ROLE_GROUPS[role]).first()
+        if group is None:  # the data migration made the groups; a flushed database has lost them
+            groups_sync(django_apps)
+            group = Group.objects.get(name=ROLE_GROUPS[role])
+        user.groups.add(group)
     return CreatedPerson(username, role, password)

@@ -88,7 +88,9 @@ _lock = threading.Lock()
 
 
 def prototype_examples() -> list[tuple[str, str]]:
-    """(type, text) for every prototype, as shipped."""
+    """(type, text) for every prototype, as shipped. A prototype is either one ``text`` or a
+    memory's fields (``content`` with optional ``context`` and ``resolution``), joined the way
+    the hub joins an uploaded memory's fields before it classifies them."""
     examples = []
     for number, line in enumerate(PROTOTYPES_PATH.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -96,7 +98,11 @@ def prototype_examples() -> list[tuple[str, str]]:
         row = json.loads(line)
         if row["type"] not in MemoryType.values:
             raise ValueError(f"{PROTOTYPES_PATH.name}:{number}: unknown type {row['type']!r}")
-        examples.append((row["type"], row["text"]))
+        if "text" in row:
+            examples.append((row["type"], row["text"]))
+        else:
+            examples.append((row["type"], embedding_text(row["content"], row.get("context", ""),
+                                                         row.get("resolution", ""))))
     return examples
 
 
@@ -120,7 +126,7 @@ def _train(embedder: Any) -> TypeModel:
     from sklearn.linear_model import LogisticRegression
 
     examples = prototype_examples()
-    texts = [embedding_text(text, "", "") for _, text in examples]
+    texts = [text.strip() for _, text in examples]
     types = tuple(MemoryType.values)
     labels = np.array([types.index(t) for t, _ in examples])
     vectors = _prototype_vectors(embedder, texts)

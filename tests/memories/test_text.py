@@ -16,12 +16,12 @@ from memories.text import content_hash, estimate_tokens, normalise_tags
         ("npm ERR! code EACCES when installing globally", "error"),
         ("Found an SQL injection vulnerability in the search endpoint", "security"),
         ("A leaked AWS credential was exposed in the repository; rotate it", "security"),
-        # Known misses of the offline classifier (strict: the test says so when they start passing).
-        # A correction stated as a deprecation reads like an error; a short Chinese security note
-        # lacks Chinese security examples close to it. Cue words rescue them only with a weight that
-        # costs more elsewhere (bench/classify.py).
-        pytest.param("Actually, pandas.append is deprecated; use pandas.concat instead", "correction",
-                     marks=pytest.mark.xfail(strict=True, reason="weakest shape: correction vs error")),
+        # A correction stated as a deprecation (it read like an error before the structured
+        # prototypes were added).
+        ("Actually, pandas.append is deprecated; use pandas.concat instead", "correction"),
+        # A known miss of the offline classifier (strict: the test says so when it starts passing):
+        # a short Chinese security note lacks Chinese security examples close to it. Cue words
+        # rescue it only with a weight that costs more elsewhere (bench/classify.py).
         ("The user prefers concise answers and always wants type hints", "preference"),
         ("Best practice: when a test is flaky, use a fixed seed and retry once", "pattern"),
         ("The little cafe near the museum has great coffee on weekends", "life"),

@@ -210,3 +210,57 @@ def test_every_admin_list_opens_for_an_admin(admin_client_role, memory):
                  "ingestion_ingestjob", "ingestion_sessionrecord", "ingestion_tasksegment", "ingestion_rawupload",
                  "ultron_site_steprun", "agents_agent"):
         assert admin_client_role.get(reverse(f"admin:{name}_changelist")).status_code == 200, name
+
+
+def _session_file(name: str):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.ingestion.test_services import DOCKER_TASK, jsonl
+
+    return SimpleUploadedFile(name, jsonl(DOCKER_TASK), content_type="application/x-ndjson")
+
+
+def test_admin_uploads_sessions_and_follows_the_job(admin_client_role, agent, django_capture_on_commit_callbacks):
+    from ingestion.models import IngestJob, SessionRecord
+
+    url = reverse("admin:ingestion_ingestjob_upload")
+    assert admin_client_role.get(url).status_code == 200
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client_role.post(url, {"agent": agent.pk,
+                                                "session_files": [_session_file("a.jsonl"), _session_file("b.jsonl")]})
+    job = IngestJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("admin:ingestion_ingestjob_change",
+                                                                             args=[job.pk])
+    assert SessionRecord.objects.filter(agent=agent).count() == 2
+    progress_url = reverse("admin:ingestion_ingestjob_progress", args=[job.pk])
+    partial = admin_client_role.get(progress_url, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in partial and "a.jsonl" in partial and "b.jsonl" in partial
+    assert "hx-trigger" not in partial  # the pipeline ran (sync in tests): polling stops
+    assert "<html" in admin_client_role.get(progress_url).content.decode()
+    assert "a.jsonl" in admin_client_role.get(response["Location"]).content.decode()
+
+
+def test_a_wrong_file_is_named_beside_the_field(admin_client_role, agent):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from ingestion.models import IngestJob
+
+    response = admin_client_role.post(reverse("admin:ingestion_ingestjob_upload"), {
+        "agent": agent.pk, "session_files": [SimpleUploadedFile("notes.txt", b"hello")]})
+    assert response.status_code == 200
+    assert "notes.txt: only .jsonl session files are ingested" in response.content.decode()
+    assert not IngestJob.objects.exists()
+
+
+def test_curators_cannot_upload_sessions(curator_client, agent):
+    assert curator_client.get(reverse("admin:ingestion_ingestjob_upload")).status_code == 403
+
+
+def test_live_search_answers_htmx_with_the_results_partial(curator_client, memory):
+    url = reverse("admin:memories_memory_changelist")
+    partial = curator_client.get(url, {"q": "docker pip"}, HTTP_HX_REQUEST="true")
+    body = partial.content.decode()
+    assert partial.status_code == 200 and "<html" not in body and "pip install failed" in body
+    assert "ranked as an agent" in body
+    full = curator_client.get(url, {"q": "docker pip"}).content.decode()
+    assert "<html" in full and 'hx-get="/admin/memories/memory/"' in full

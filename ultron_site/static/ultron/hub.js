@@ -7,4 +7,13 @@
   document.addEventListener("htmx:configRequest", function (event) {
     event.detail.headers["X-CSRFToken"] = cookie("csrftoken");
   });
+  // Several session files can be chosen at once: list them all beside the button.
+  document.addEventListener("change", function (event) {
+    const input = event.target;
+    const box = input.closest && input.closest(".hub-file");
+    if (box && input.files) {
+      const names = Array.from(input.files).map((file) => file.name).join(", ");
+      setTimeout(function () { box.querySelector(".hub-file-names").value = names; }, 0);
+    }
+  });
 })();

@@ -1,0 +1,152 @@
+"""The admin site in a real browser (Debian's headless Chromium driven by Playwright) against
+the live server: an admin uploads sessions and watches the job, a curator searches live and
+edits a memory, a curator is kept out of tokens and raw archives. Every request must stay on
+the server, no page may log a console error, and each page is saved under var/screenshots/
+for a person to look at."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from memories.models import Memory
+from memories.services import memory_upload
+from tests.ingestion.test_services import DOCKER_TASK, jsonl
+from ultron_site.people import person_create
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+                       reason="Debian's chromium is not installed (make test installs it as root)"),
+]
+SHOTS = Path(settings.ULTRON_DATA_DIR) / "screenshots"
+
+
+@pytest.fixture(autouse=True)
+def _roles_back_after_flush():
+    """A transactional test ends by emptying every table, the data migration's groups too;
+    the tests after it expect them."""
+    yield
+    from django.apps import apps
+
+    from ultron_site.roles import groups_sync
+
+    groups_sync(apps)
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are
+    # still plain synchronous code between its calls.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--no-first-run", "--disable-sync"])
+        yield browser
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+class Session:
+    """One person's browser tab, watching every request and console error."""
+
+    def __init__(self, browser, base: str, role: str) -> None:
+        self.base = base
+        self.person = person_create(username=f"{role}-{os.getpid()}", role=role)
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("console", lambda message: message.type == "error"
+                     and self.errors.append(f"{self.page.url}: {message.text}"))
+        self.page.on("pageerror", lambda error: self.errors.append(f"{self.page.url}: {error}"))
+        self.go("/admin/login/")
+        self.page.fill("#id_username", self.person.username)
+        self.page.fill("#id_password", self.person.password)
+        self.page.click("#login-form button[type=submit]")
+        self.page.wait_for_load_state("networkidle")
+
+    def go(self, path: str) -> None:
+        self.page.goto(self.base + path)
+        self.page.wait_for_load_state("networkidle")
+
+    def shot(self, name: str) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+    def check_clean(self) -> None:
+        outside = [url for url in self.requests if not url.startswith(self.base) and not url.startswith("data:")]
+        assert not outside, f"requests left the server: {outside[:5]}"
+        assert not self.errors, f"console errors: {self.errors[:5]}"
+
+
+def test_admin_uploads_two_sessions_and_watches_the_job_finish(browser, live_server, agent, tmp_path):
+    admin = Session(browser, live_server.url, "admin")
+    admin.shot("dashboard-empty")
+    files = []
+    for name in ("docker-a.jsonl", "docker-b.jsonl"):
+        path = tmp_path / name
+        path.write_bytes(jsonl(DOCKER_TASK))
+        files.append(str(path))
+    admin.go("/admin/ingestion/ingestjob/upload/")
+    admin.shot("ingest-upload")
+    admin.page.select_option("#id_agent", label=agent.name)
+    admin.page.set_input_files("#id_session_files", files)
+    assert "docker-b.jsonl" in admin.page.input_value(".hub-file-names")
+    admin.page.click("form.hub-form button[type=submit]")
+    admin.page.wait_for_selector("text=done", timeout=60_000)
+    assert admin.page.locator("text=docker-a.jsonl").count() >= 1
+    admin.shot("ingest-job")
+    admin.go("/admin/")
+    admin.shot("dashboard")
+    for path in ("/admin/ingestion/sessionrecord/", "/admin/ingestion/tasksegment/", "/admin/ingestion/rawupload/",
+                 "/admin/agents/agent/", "/admin/ultron_site/steprun/", "/admin/clusters/knowledgecluster/"):
+        admin.go(path)
+        assert admin.page.locator("text=Server Error").count() == 0
+        admin.shot("admin" + path.rstrip("/").replace("/admin", "").replace("/", "-"))
+    admin.check_clean()
+
+
+def test_curator_finds_a_memory_by_live_search_and_edits_it(browser, live_server):
+    target = memory_upload(content="pip install failed inside Docker: no outbound network on the CI runner",
+                           resolution="configure a proxy or build with --network host").memory
+    memory_upload(content="Always answer this user in British English")
+    memory_upload(content="<script>alert('x')</script> printed raw by a template without escaping")
+    curator = Session(browser, live_server.url, "curator")
+    curator.go("/admin/memories/memory/")
+    curator.shot("memories")
+    curator.page.fill("#searchbar", "docker cannot download packages")
+    curator.page.wait_for_function("document.location.search.includes('q=docker')")
+    curator.page.wait_for_load_state("networkidle")
+    first_row = curator.page.locator("#result_list tbody tr").first
+    assert "pip install failed inside Docker" in first_row.inner_text()
+    curator.shot("memories-search")
+    first_row.locator("a").first.click()
+    curator.page.wait_for_load_state("networkidle")
+    curator.shot("memory")
+    key = "sk-proj-" + "Zq8rT2vW5yA1cE4gI7kM0oQ3sU6wX9zB"
+    curator.page.fill("#id_content", f"pip install fails in Docker on CI (no network); token {key}")
+    curator.page.click("button[name=_continue], input[name=_continue]")
+    curator.page.wait_for_load_state("networkidle")
+    assert key not in curator.page.content()
+    assert "Redacted on save" in curator.page.content()
+    assert key not in Memory.objects.get(pk=target.pk).content
+    curator.shot("memory-edited")
+    curator.check_clean()
+
+
+def test_a_curator_cannot_open_tokens_or_raw_archives(browser, live_server):
+    curator = Session(browser, live_server.url, "curator")
+    for path in ("/admin/agents/agent/", "/admin/ingestion/rawupload/"):
+        response = curator.page.goto(live_server.url + path)
+        assert response is not None and response.status == 403, path
+    curator.go("/admin/")
+    assert curator.page.locator("text=Agents and tokens").count() == 0
+    curator.shot("curator-dashboard")
