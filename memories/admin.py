@@ -10,7 +10,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Case, IntegerField, Value, When
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -29,13 +29,9 @@ from memories.models import (
 )
 from memories.selectors.neighbours import memory_neighbours
 from memories.services import MemoryInputError, memory_delete, memory_input_clean
-from memories.services.candidates import (
-    memory_fold,
-)
 from memories.services.edit import (
     memory_archive_by,
     memory_edit,
-    memory_history_record,
     memory_restore_by,
 )
 from memories.services.recall import memories_rank
@@ -329,10 +325,27 @@ class MemoryAdmin(ModelAdmin):
 
     # --- work views -------------------------------------------------------------------------
     def get_urls(self):
+        from django.views.decorators.http import require_POST
+
+        from memories import admin_review
+
+        def view(function, post: bool = False):
+            def wrapped(request, *args, **kwargs):
+                return function(self, request, *args, **kwargs)
+
+            return self.admin_site.admin_view(require_POST(wrapped) if post else wrapped)
+
         return [
+            path("merge-review/", view(admin_review.review_view), name="memories_memory_merge_review"),
+            path("merge-review/<uuid:memory_id>/<str:action>/", view(admin_review.review_action, post=True),
+                 name="memories_memory_review_action"),
+            path("merge-review/contribution/<int:contribution_id>/split/",
+                 view(admin_review.split_action, post=True), name="memories_memory_split"),
+            path("merge-review/candidate/<int:candidate_id>/<str:action>/",
+                 view(admin_review.candidate_action, post=True), name="memories_memory_candidate_action"),
             path("<uuid:memory_id>/similar/", self.admin_site.admin_view(self.similar_view),
                  name="memories_memory_similar"),
-            path("<uuid:memory_id>/merge/<uuid:other_id>/", self.admin_site.admin_view(self.merge_view),
+            path("<uuid:memory_id>/merge/<uuid:other_id>/", view(admin_review.merge_pair_view),
                  name="memories_memory_merge"),
             *super().get_urls(),
         ]
@@ -346,30 +359,6 @@ class MemoryAdmin(ModelAdmin):
                    "title": "Similar memories", "opts": self.opts}
         template = "admin/memories/_similar.html" if request.htmx else "admin/memories/similar.html"
         return TemplateResponse(request, template, context)
-
-    def merge_view(self, request: HttpRequest, memory_id: Any, other_id: Any) -> HttpResponse:
-        """Merge two memories by hand: GET shows both, POST folds the newer into the older
-        (the survivor keeps hits and contributions; the other is archived)."""
-        if not request.user.has_perm("memories.review_merges"):
-            raise PermissionDenied
-        pair = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[memory_id, other_id])}
-        if len(pair) != 2:
-            messages.error(request, "One of the two memories no longer exists.")
-            return HttpResponseRedirect(reverse("admin:memories_memory_changelist"))
-        first, second = pair[memory_id], pair[other_id]
-        if request.method == "POST":
-            if first.status != Status.ACTIVE or second.status != Status.ACTIVE:
-                messages.error(request, "Both memories must be active to merge.")
-                return HttpResponseRedirect(reverse("admin:memories_memory_change", args=[memory_id]))
-            keep, drop = sorted((first, second), key=lambda m: (m.created_at, str(m.pk)))
-            memory_fold(keep_id=keep.pk, drop_id=drop.pk, similarity=1.0, reason="curator")
-            memory_history_record(memory_id=keep.pk, editor=_editor(request), action="merge",
-                                  after={"merged": str(drop.pk)}, note="merged by hand")
-            messages.success(request, "Merged: the older memory keeps the hits and contributions.")
-            return HttpResponseRedirect(reverse("admin:memories_memory_change", args=[keep.pk]))
-        context = {**self.admin_site.each_context(request), "first": first, "pair": [first, second],
-                   "title": "Merge two memories", "opts": self.opts}
-        return TemplateResponse(request, "admin/memories/merge.html", context)
 
 
 def _changes(edit: Any) -> str:

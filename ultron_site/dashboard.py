@@ -123,13 +123,14 @@ def review_counts() -> dict[str, Any]:
     ready = [c for c in KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
              .defer("centroid").order_by("-member_count")[:200] if readiness(c)]
     pending = Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).count()
-    candidates = MergeCandidate.objects.filter(status=CandidateStatus.OPEN).count()
+    candidates = MergeCandidate.objects.filter(status=CandidateStatus.OPEN, memory__status=Status.ACTIVE,
+                                               duplicate_of__status=Status.ACTIVE).count()
     return {
         "ready_clusters": ready[:8],
         "ready_count": len(ready),
-        "merge_pending": {"value": pending, "href": _list_url("memories_memory", merge_pending__exact=1)},
+        "merge_pending": {"value": pending, "href": reverse("admin:memories_memory_merge_review")},
         "candidates": {"value": candidates,
-                       "href": _list_url("memories_mergecandidate", status__exact=CandidateStatus.OPEN)},
+                       "href": reverse("admin:memories_memory_merge_review") + "#candidates"},
         "failed_segments": TaskSegment.objects.filter(Q(scoring=WorkState.PARKED) | Q(extraction=WorkState.PARKED)).count(),
     }
 

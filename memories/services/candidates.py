@@ -117,5 +117,10 @@ def memory_fold(*, keep_id: Any, drop_id: Any, similarity: float, reason: str) -
             tags=tags_normalise(keep.tags + drop.tags),
         )
         Memory.objects.filter(pk=drop.pk).update(status=Status.ARCHIVED, archived_at=now)
+        # A candidate recorded for this very pair is settled by the fold.
+        MergeCandidate.objects.filter(
+            Q(memory_id=keep.pk, duplicate_of_id=drop.pk) | Q(memory_id=drop.pk, duplicate_of_id=keep.pk),
+            status=CandidateStatus.OPEN,
+        ).update(status=CandidateStatus.MERGED, decided_by=reason[:150], decided_at=now)
         signals.memory_removed.send(sender=Memory, memory_id=drop.pk)
     return True

@@ -264,3 +264,66 @@ def test_live_search_answers_htmx_with_the_results_partial(curator_client, memor
     assert "ranked as an agent" in body
     full = curator_client.get(url, {"q": "docker pip"}).content.decode()
     assert "<html" in full and 'hx-get="/admin/memories/memory/"' in full
+
+
+def _pending_memory() -> tuple[Memory, Memory]:
+    """A memory with a contribution waiting to be merged (folded in by hand)."""
+    from memories.services.candidates import memory_fold
+
+    keep = memory_upload(content="npm ci fails with ERESOLVE on CI while local installs use --legacy-peer-deps").memory
+    drop = memory_upload(content="Node 20 CI: npm ci dies on a peer dependency conflict (ERESOLVE); "
+                                 "commit an .npmrc with legacy-peer-deps=true").memory
+    memory_fold(keep_id=keep.pk, drop_id=drop.pk, similarity=0.8, reason="curator")
+    return Memory.objects.get(pk=keep.pk), drop
+
+
+def test_merge_review_shows_contributions_with_a_word_diff(curator_client):
+    keep, _ = _pending_memory()
+    page = curator_client.get(reverse("admin:memories_memory_merge_review")).content.decode()
+    assert keep.summary_l0[:30] in page
+    assert "<ins>" in page and "<del>" in page
+
+
+def test_accepting_in_place_settles_the_memory(curator_client):
+    keep, _ = _pending_memory()
+    url = reverse("admin:memories_memory_review_action", args=[keep.pk, "accept"])
+    response = curator_client.post(url, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and response["HX-Trigger"] == "merge-reviewed"
+    keep.refresh_from_db()
+    assert not keep.merge_pending and not keep.contributions.filter(merged_at__isnull=True).exists()
+    assert MemoryEdit.objects.filter(memory=keep, action="accept").exists()
+
+
+def test_writing_the_merged_text_goes_through_the_edit(curator_client):
+    keep, _ = _pending_memory()
+    url = reverse("admin:memories_memory_review_action", args=[keep.pk, "write"])
+    response = curator_client.post(url, {"content": "npm ci fails with ERESOLVE on CI: commit an .npmrc with "
+                                                    "legacy-peer-deps=true, as local installs use that flag",
+                                         "context": "Node 20", "resolution": ""})
+    assert response.status_code == 302
+    keep.refresh_from_db()
+    assert keep.content.startswith("npm ci fails with ERESOLVE on CI: commit") and not keep.merge_pending
+    assert MemoryEdit.objects.filter(memory=keep, action="edit").exists()
+
+
+def test_splitting_a_contribution_makes_its_own_memory_that_stays_apart(curator_client):
+    keep, dropped = _pending_memory()
+    contribution = keep.contributions.get()
+    response = curator_client.post(reverse("admin:memories_memory_split", args=[contribution.pk]))
+    assert response.status_code == 302
+    new = Memory.objects.get(provenance__split_from=str(keep.pk))
+    assert new.status == Status.ACTIVE and new.content == dropped.content
+    keep.refresh_from_db()
+    assert not keep.contributions.exists() and not keep.merge_pending
+    # the same text uploaded again merges into the split-out memory, not back into the first
+    again = memory_upload(content=dropped.content)
+    assert again.merged and again.memory.pk == new.pk
+
+
+def test_merge_review_needs_the_review_permission(client, memory):
+    from django.contrib.auth.models import User
+
+    user = User.objects.create_user("viewer", password="pw-viewer-123", is_staff=True)
+    client.force_login(user)
+    assert client.get(reverse("admin:memories_memory_merge_review")).status_code == 403
+    assert client.post(reverse("admin:memories_memory_review_action", args=[memory.pk, "accept"])).status_code == 403
