@@ -4,19 +4,58 @@ their versions, publish / roll back, and SKILL.md downloads."""
 
 from __future__ import annotations
 
+import difflib
+
+import markdown  # type: ignore[import-untyped]
+import nh3
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+from django.views.decorators.http import require_POST
 
-from agents.admin_tools import ReadOnlyAdmin, ReadOnlyTabularInline
+from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ReadOnlyTabularInline
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
-from clusters.services import skill_version_publish
+from clusters.services import skill_version_publish, skill_version_reject
 from memories.queue import enqueue_on_commit
+
+
+def skill_html(body: str) -> SafeString:
+    """A SKILL.md as HTML: its front matter shown as code, the rest rendered as Markdown and
+    sanitised (no script, no handler attributes, no raw HTML from member memories)."""
+    front = ""
+    if body.startswith("---\n") and "\n---" in body[4:]:
+        end = body.index("\n---", 4)
+        front, body = body[4:end], body[end + 4:]
+    html = markdown.markdown(body, extensions=["fenced_code", "tables"], output_format="html")
+    clean = nh3.clean(html, tags={"h1", "h2", "h3", "h4", "p", "ul", "ol", "li", "code", "pre", "em", "strong",
+                                  "a", "blockquote", "table", "thead", "tbody", "tr", "th", "td", "hr", "br"},
+                      url_schemes={"http", "https"})
+    meta = f'<pre class="hub-pre hub-front-matter">{escape(front.strip())}</pre>' if front.strip() else ""
+    return mark_safe(meta + clean)  # noqa: S308 - escaped and sanitised above
+
+
+def line_diff(before: str, after: str) -> SafeString:
+    """Two versions side by side (an HTML table of changed lines and their context)."""
+    table = difflib.HtmlDiff(wrapcolumn=70).make_table(before.splitlines(), after.splitlines(),
+                                                       "previous", "this version", context=True, numlines=2)
+    return mark_safe(table)  # noqa: S308 - HtmlDiff escapes the lines it shows
+
+
+def _crystallization_context(cluster: KnowledgeCluster, since: str | None, can_crystallize: bool = False) -> dict:
+    queued_at = parse_datetime(since) if since else None
+    waiting = queued_at is not None and (cluster.last_crystallization_at is None
+                                         or cluster.last_crystallization_at < queued_at)
+    poll = reverse("admin:clusters_knowledgecluster_crystallization", args=[cluster.pk])
+    return {"cluster": cluster, "waiting": waiting, "since": since or "", "poll_url": poll,
+            "ready": readiness(cluster), "can_crystallize": can_crystallize}
 
 
 class MemberInline(ReadOnlyTabularInline):
@@ -37,8 +76,8 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
     list_select_related = ("skill",)
     actions = ["crystallize_selected"]
     inlines = [MemberInline]
-    readonly_fields = ("topic", "member_count", "ready", "skill", "last_crystallization_at",
-                       "last_crystallization_result", "last_crystallization_reason", "members_link")
+    readonly_fields = ("topic", "member_count", "ready", "skill", "members_link")
+    change_form_template = "admin/clusters/knowledgecluster/change_form.html"
     fields = readonly_fields
 
     def get_queryset(self, request):
@@ -49,6 +88,13 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
         state = readiness(cluster)
         return {"ready": "ready", "recrystallize": "ready again"}.get(state or "", "crystallized" if cluster.skill_id else "—")
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        cluster = self.get_object(request, object_id)
+        extra = {"can_crystallize": self.has_crystallize_permission(request)}
+        if cluster is not None:
+            extra.update(_crystallization_context(cluster, None, extra["can_crystallize"]))
+        return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
+
     @admin.display(description="members")
     def members_link(self, cluster: KnowledgeCluster) -> str:
         url = reverse("admin:memories_memory_changelist") + f"?cluster={cluster.pk}"
@@ -57,6 +103,39 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
 
     def has_crystallize_permission(self, request) -> bool:
         return request.user.has_perm("clusters.crystallize_cluster")
+
+    def get_urls(self):
+        return [
+            path("<int:cluster_id>/crystallize/", self.admin_site.admin_view(require_POST(self.crystallize_view)),
+                 name="clusters_knowledgecluster_crystallize"),
+            path("<int:cluster_id>/crystallization/", self.admin_site.admin_view(self.crystallization_view),
+                 name="clusters_knowledgecluster_crystallization"),
+            *super().get_urls(),
+        ]
+
+    def crystallize_view(self, request: HtmxHttpRequest, cluster_id: int) -> HttpResponse:
+        """Queue the crystallization of one cluster (never run in the request); the panel then
+        polls until the cluster records a newer result."""
+        if not self.has_crystallize_permission(request):
+            raise PermissionDenied
+        cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid"), pk=cluster_id)
+        enqueue_on_commit("clusters.tasks.crystallize_task", cluster.pk)
+        since = timezone.now().isoformat()
+        if request.htmx:
+            return TemplateResponse(request, "admin/clusters/_crystallization.html",
+                                    _crystallization_context(cluster, since, True))
+        messages.success(request, "Crystallization queued; the result appears on this page when it is done.")
+        return HttpResponseRedirect(reverse("admin:clusters_knowledgecluster_change", args=[cluster.pk]))
+
+    def crystallization_view(self, request: HtmxHttpRequest, cluster_id: int) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid").select_related("skill"), pk=cluster_id)
+        context = _crystallization_context(cluster, request.GET.get("since"), self.has_crystallize_permission(request))
+        if request.htmx:
+            return TemplateResponse(request, "admin/clusters/_crystallization.html", context)
+        context.update(self.admin_site.each_context(request), title=f"Crystallization of {cluster}", opts=self.opts)
+        return TemplateResponse(request, "admin/clusters/crystallization.html", context)
 
     @admin.action(description="Crystallize the selected clusters into skills (queued)", permissions=["crystallize"])
     def crystallize_selected(self, request, queryset):
@@ -67,30 +146,31 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
                           messages.SUCCESS)
 
 
-class VersionInline(ReadOnlyTabularInline):
-    model = SkillVersion
-    fields = ("version", "status", "score", "author", "reason", "created_at")
-    ordering = ("-version",)
-
-
 @admin.register(Skill)
 class SkillAdmin(ReadOnlyAdmin):
     list_display = ("slug", "name", "status", "current_version", "updated_at")
     list_filter = ("status",)
     search_fields = ("slug", "name", "description")
     list_select_related = ("current_version",)
-    inlines = [VersionInline]
-    readonly_fields = ("slug", "name", "description", "status", "source_cluster", "skill_panel")
+    readonly_fields = ("slug", "name", "description", "status", "source_cluster")
+    change_form_template = "admin/clusters/skill/change_form.html"
     fields = readonly_fields
     actions = ["publish_latest"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding")
 
-    @admin.display(description="SKILL.md")
-    def skill_panel(self, skill: Skill) -> str:
-        versions = list(skill.versions.order_by("-version")[:2])
-        return render_to_string("admin/clusters/_skill.html", {"skill": skill, "versions": versions})
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        skill = self.get_object(request, object_id)
+        extra: dict = {"can_publish": self.has_publish_permission(request)}
+        if skill is not None:
+            versions = list(skill.versions.order_by("-version"))
+            current = next((v for v in versions if v.pk == skill.current_version_id), versions[0] if versions else None)
+            previous = next((v for v in versions if current and v.version < current.version), None)
+            extra.update(skill=skill, version=current, versions=versions, previous=previous,
+                         html=skill_html(current.body) if current else "",
+                         diff=line_diff(previous.body, current.body) if previous and current else "")
+        return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
 
     def has_publish_permission(self, request) -> bool:
         return request.user.has_perm("clusters.publish_skill")
@@ -109,8 +189,26 @@ class SkillAdmin(ReadOnlyAdmin):
         return [
             path("<int:skill_id>/SKILL.md", self.admin_site.admin_view(self.download_view),
                  name="clusters_skill_download"),
+            path("version/<int:version_id>/<str:action>/", self.admin_site.admin_view(require_POST(self.version_view)),
+                 name="clusters_skill_version"),
             *super().get_urls(),
         ]
+
+    def version_view(self, request: HttpRequest, version_id: int, action: str) -> HttpResponse:
+        """Publish (also a rollback to an older version) or reject one version."""
+        if not self.has_publish_permission(request):
+            raise PermissionDenied
+        version = get_object_or_404(SkillVersion, pk=version_id)
+        if action == "publish":
+            skill_version_publish(version_id=version.pk)
+            messages.success(request, f"Version {version.version} is published.")
+        elif action == "reject":
+            reason = (request.POST.get("reason") or "").strip() or f"rejected by {request.user.get_username()}"
+            skill_version_reject(version_id=version.pk, reason=reason)
+            messages.success(request, f"Version {version.version} is rejected.")
+        else:
+            raise PermissionDenied(f"unknown action {action!r}")
+        return HttpResponseRedirect(reverse("admin:clusters_skill_change", args=[version.skill_id]))
 
     def download_view(self, request: HttpRequest, skill_id: int) -> HttpResponse:
         if not self.has_view_permission(request):

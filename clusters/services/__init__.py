@@ -12,6 +12,7 @@ from clusters.services.crystallize import (
     crystallization_step,
     readiness,
     skill_version_publish,
+    skill_version_reject,
 )
 from clusters.services.membership import (
     cluster_assign,
@@ -42,6 +43,7 @@ __all__ = [
     "crystallization_step",
     "readiness",
     "skill_version_publish",
+    "skill_version_reject",
     "skills_reembed",
     "skills_search",
     "vector_columns_resize",

@@ -140,3 +140,25 @@ def crystallization_step(*, limit: int = 10) -> dict[str, int]:
         done += 1
         published += bool(version and version.status == SkillStatus.PUBLISHED)
     return {"assigned": assigned, "relabelled": relabelled, "crystallized": done, "published": published}
+
+
+def skill_version_reject(*, version_id: int, reason: str) -> SkillVersion:
+    """A curator rejects a version. If it was the published one, the newest earlier version
+    that was published before (and not rejected) is published again; with none, the skill is
+    withdrawn from agents (its status becomes rejected)."""
+    with transaction.atomic():
+        version = SkillVersion.objects.select_for_update().get(pk=version_id)
+        skill = Skill.objects.select_for_update().get(pk=version.skill_id)
+        version.status = SkillStatus.REJECTED
+        version.reason = reason[:2000]
+        version.save(update_fields=["status", "reason"])
+        if skill.current_version_id != version.pk:
+            return version
+        previous = (SkillVersion.objects.filter(skill=skill, status=SkillStatus.SUPERSEDED)
+                    .exclude(pk=version.pk).order_by("-version").first())
+        if previous is None:
+            skill.status = SkillStatus.REJECTED
+            skill.save(update_fields=["status", "updated_at"])
+            return version
+    skill_version_publish(version_id=previous.pk)
+    return version
