@@ -1,34 +1,104 @@
+"""Agents and their API tokens (admins): create an agent, issue a token (shown once, on the
+page that issued it — never in a message or a log), revoke one token or all of them."""
+
 from __future__ import annotations
 
+import re
+
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
 from unfold.admin import ModelAdmin
 
 from agents.admin_tools import ReadOnlyTabularInline
 from agents.models import Agent, ApiToken
-from agents.services import token_issue, token_revoke
+from agents.services import agent_create, token_issue, token_revoke
+
+AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 
 
 class ApiTokenInline(ReadOnlyTabularInline):
     model = ApiToken
-    fields = ("prefix", "label", "created_at", "last_used_at", "revoked_at")
+    fields = ("prefix", "label", "created_at", "last_used_at", "revoked_at", "revoke")
+    readonly_fields = fields
+
+    @admin.display(description="")
+    def revoke(self, token: ApiToken) -> str:
+        if token.revoked_at:
+            return "revoked"
+        return format_html('<button type="submit" class="hub-button hub-button-quiet" form="revoke-{}">Revoke</button>',
+                           token.pk)
+
+
+class AgentForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="Letters, digits and . _ - @; unique.")
+    label = forms.CharField(max_length=100, required=False, help_text="What the first token is for (optional).")
+    staff = forms.BooleanField(required=False, label="Curator rights in the API",
+                               help_text="May list archived memories and ingest for other agents.")
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if not AGENT_NAME.match(name):
+            raise forms.ValidationError("Use letters, digits and . _ - @ only, starting with a letter or digit.")
+        if Agent.objects.filter(name=name).exists():
+            raise forms.ValidationError(f"An agent named {name!r} already exists.")
+        return name
 
 
 @admin.register(Agent)
 class AgentAdmin(ModelAdmin):
-    list_display = ("name", "is_staff", "created_at")
+    list_display = ("name", "is_staff", "created_at", "active_tokens")
     search_fields = ("name",)
     readonly_fields = ("name", "user", "created_at")
     inlines = [ApiTokenInline]
     actions = ["issue_token", "revoke_tokens"]
+    change_form_template = "admin/agents/agent/change_form.html"
 
-    def has_add_permission(self, request) -> bool:
-        return False  # agents are created with `manage.py create_agent`
+    @admin.display(description="active tokens")
+    def active_tokens(self, agent: Agent) -> int:
+        return agent.tokens.filter(revoked_at__isnull=True).count()
+
+    def get_urls(self):
+        return [
+            path("token/<int:token_id>/revoke/", self.admin_site.admin_view(require_POST(self.revoke_view)),
+                 name="agents_apitoken_revoke"),
+            *super().get_urls(),
+        ]
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context=None) -> HttpResponse:
+        """Create an agent and its first token; the token is shown on this response only."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = AgentForm(request.POST or None)
+        context = {**self.admin_site.each_context(request), "opts": self.opts, "title": "Add an agent", "form": form}
+        if request.method == "POST" and form.is_valid():
+            agent = agent_create(name=form.cleaned_data["name"], staff=form.cleaned_data["staff"])
+            label = form.cleaned_data["label"] or f"admin:{request.user.get_username()}"
+            issued = token_issue(agent=agent, label=label)
+            return TemplateResponse(request, "admin/agents/token_issued.html",
+                                    {**context, "title": "Agent created", "issued": [issued]})
+        return TemplateResponse(request, "admin/agents/agent_add.html", context)
+
+    def revoke_view(self, request: HttpRequest, token_id: int) -> HttpResponse:
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        token = get_object_or_404(ApiToken, pk=token_id)
+        token_revoke(token=token)
+        messages.success(request, f"Token {token.prefix}… revoked; it no longer opens the API.")
+        return HttpResponseRedirect(reverse("admin:agents_agent_change", args=[token.agent_id]))
 
     @admin.action(description="Issue a new token (shown once)")
     def issue_token(self, request, queryset):
-        for agent in queryset:
-            issued = token_issue(agent=agent, label=f"admin:{request.user.get_username()}")
-            self.message_user(request, f"{agent.name}: {issued.token}  (shown only now)", messages.WARNING)
+        issued = [token_issue(agent=agent, label=f"admin:{request.user.get_username()}") for agent in queryset]
+        context = {**self.admin_site.each_context(request), "opts": self.opts, "title": "Tokens issued",
+                   "issued": issued}
+        return TemplateResponse(request, "admin/agents/token_issued.html", context)
 
     @admin.action(description="Revoke all tokens")
     def revoke_tokens(self, request, queryset):

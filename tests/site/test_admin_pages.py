@@ -327,3 +327,38 @@ def test_merge_review_needs_the_review_permission(client, memory):
     client.force_login(user)
     assert client.get(reverse("admin:memories_memory_merge_review")).status_code == 403
     assert client.post(reverse("admin:memories_memory_review_action", args=[memory.pk, "accept"])).status_code == 403
+
+
+def test_admin_creates_an_agent_whose_token_is_shown_once_and_works(admin_client_role):
+    from rest_framework.test import APIClient
+
+    from agents.models import Agent, ApiToken
+
+    response = admin_client_role.post(reverse("admin:agents_agent_add"), {"name": "ci-bot", "label": "CI"})
+    assert response.status_code == 200
+    body = response.content.decode()
+    token = body.split('<code class="hub-token">')[1].split("<")[0]
+    agent = Agent.objects.get(name="ci-bot")
+    assert ApiToken.objects.get(agent=agent).label == "CI" and token not in str(list(ApiToken.objects.values()))
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert api.get("/api/memories/stats").status_code == 200
+    # the agent page never shows it again; revoking closes the API to it
+    page = admin_client_role.get(reverse("admin:agents_agent_change", args=[agent.pk])).content.decode()
+    assert token not in page
+    revoke = reverse("admin:agents_apitoken_revoke", args=[ApiToken.objects.get(agent=agent).pk])
+    assert admin_client_role.post(revoke).status_code == 302
+    assert api.get("/api/memories/stats").status_code == 401
+
+
+def test_a_bad_agent_name_is_named_beside_the_field(admin_client_role):
+    response = admin_client_role.post(reverse("admin:agents_agent_add"), {"name": "no spaces please"})
+    assert response.status_code == 200 and "letters, digits" in response.content.decode().lower()
+
+
+def test_curators_cannot_create_agents_or_revoke_tokens(curator_client, agent_token):
+    from agents.models import ApiToken
+
+    assert curator_client.get(reverse("admin:agents_agent_add")).status_code == 403
+    token = ApiToken.objects.get()
+    assert curator_client.post(reverse("admin:agents_apitoken_revoke", args=[token.pk])).status_code == 403
