@@ -151,7 +151,7 @@ class SkillAdmin(ReadOnlyAdmin):
     list_display = ("slug", "name", "status", "current_version", "updated_at")
     list_filter = ("status",)
     search_fields = ("slug", "name", "description")
-    list_select_related = ("current_version",)
+    list_select_related = ("current_version__skill",)
     readonly_fields = ("slug", "name", "description", "status", "source_cluster")
     change_form_template = "admin/clusters/skill/change_form.html"
     fields = readonly_fields

@@ -48,6 +48,9 @@ class ContributionInline(ReadOnlyTabularInline):
     fields = ("created_at", "agent", "match_reason", "similarity", "content", "merged_at")
     verbose_name_plural = "contributions merged into this memory"
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("agent")
+
 
 class CandidateInline(ReadOnlyTabularInline):
     """Memories this one may duplicate (decided in Merge candidates)."""
@@ -56,6 +59,9 @@ class CandidateInline(ReadOnlyTabularInline):
     fk_name = "memory"
     fields = ("duplicate_of", "similarity", "conflicts", "status", "llm_verdict", "decided_by", "decided_at")
     verbose_name_plural = "may duplicate (merge candidates)"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("duplicate_of").defer("duplicate_of__embedding")
 
 
 class TagFilter(admin.SimpleListFilter):
