@@ -31,7 +31,7 @@ class ApiTokenInline(ReadOnlyTabularInline):
     @admin.display(description="")
     def revoke(self, token: ApiToken) -> str:
         if token.revoked_at:
-            return "revoked"
+            return "revoked"  # the button below submits a form outside the agent's page form
         return format_html('<button type="submit" class="hub-button hub-button-quiet" form="revoke-{}">Revoke</button>',
                            token.pk)
 
@@ -60,6 +60,12 @@ class AgentAdmin(ModelAdmin):
     actions = ["issue_token", "revoke_tokens"]
     change_form_template = "admin/agents/agent/change_form.html"
 
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False  # nothing on an agent is edited here; its tokens have their own actions
+
+    def has_token_permission(self, request) -> bool:
+        return request.user.has_perm("agents.add_apitoken") and request.user.has_perm("agents.change_apitoken")
+
     @admin.display(description="active tokens")
     def active_tokens(self, agent: Agent) -> int:
         return agent.tokens.filter(revoked_at__isnull=True).count()
@@ -86,21 +92,21 @@ class AgentAdmin(ModelAdmin):
         return TemplateResponse(request, "admin/agents/agent_add.html", context)
 
     def revoke_view(self, request: HttpRequest, token_id: int) -> HttpResponse:
-        if not self.has_change_permission(request):
+        if not self.has_token_permission(request):
             raise PermissionDenied
         token = get_object_or_404(ApiToken, pk=token_id)
         token_revoke(token=token)
         messages.success(request, f"Token {token.prefix}… revoked; it no longer opens the API.")
         return HttpResponseRedirect(reverse("admin:agents_agent_change", args=[token.agent_id]))
 
-    @admin.action(description="Issue a new token (shown once)")
+    @admin.action(description="Issue a new token (shown once)", permissions=["token"])
     def issue_token(self, request, queryset):
         issued = [token_issue(agent=agent, label=f"admin:{request.user.get_username()}") for agent in queryset]
         context = {**self.admin_site.each_context(request), "opts": self.opts, "title": "Tokens issued",
                    "issued": issued}
         return TemplateResponse(request, "admin/agents/token_issued.html", context)
 
-    @admin.action(description="Revoke all tokens")
+    @admin.action(description="Revoke all tokens", permissions=["token"])
     def revoke_tokens(self, request, queryset):
         count = 0
         for token in ApiToken.objects.filter(agent__in=queryset, revoked_at__isnull=True):

@@ -119,8 +119,8 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
         if not self.has_crystallize_permission(request):
             raise PermissionDenied
         cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid"), pk=cluster_id)
+        since = timezone.now().isoformat()  # before queueing: a quick worker may finish at once
         enqueue_on_commit("clusters.tasks.crystallize_task", cluster.pk)
-        since = timezone.now().isoformat()
         if request.htmx:
             return TemplateResponse(request, "admin/clusters/_crystallization.html",
                                     _crystallization_context(cluster, since, True))

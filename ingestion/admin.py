@@ -141,7 +141,7 @@ class SessionRecordAdmin(ReadOnlyAdmin):
 
 @admin.register(TaskSegment)
 class TaskSegmentAdmin(ReadOnlyAdmin):
-    list_display = ("__str__", "topic", "score", "task_type", "scoring", "extraction", "attempts", "short_error")
+    list_display = ("__str__", "topic", "score_shown", "task_type", "scoring", "extraction", "attempts", "short_error")
     list_filter = ("scoring", "extraction", "task_type")
     search_fields = ("topic",)
     list_select_related = ("session",)
@@ -149,6 +149,10 @@ class TaskSegmentAdmin(ReadOnlyAdmin):
     readonly_fields = ("session", "index", "topic", "score", "task_type", "scoring", "extraction", "attempts",
                        "last_error", "conversation_panel")
     fields = readonly_fields
+
+    @admin.display(description="score", ordering="score")
+    def score_shown(self, segment: TaskSegment) -> str:
+        return "—" if segment.score is None else f"{segment.score:.2f}"
 
     @admin.display(description="last error")
     def short_error(self, segment: TaskSegment) -> str:

@@ -25,6 +25,7 @@ CURATOR_PERMISSIONS: list[tuple[str, str, str]] = [
     ("memories", "memoryedit", "view_memoryedit"),
     ("clusters", "knowledgecluster", "view_knowledgecluster"),
     ("clusters", "knowledgecluster", "crystallize_cluster"),
+    ("clusters", "clustermember", "view_clustermember"),
     ("clusters", "skill", "view_skill"),
     ("clusters", "skill", "publish_skill"),
     ("clusters", "skillversion", "view_skillversion"),

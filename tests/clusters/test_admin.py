@@ -83,3 +83,11 @@ def test_a_viewer_without_the_permissions_cannot_crystallize_or_publish(client):
     client.force_login(user)
     assert client.post(reverse("admin:clusters_knowledgecluster_crystallize", args=[cluster.pk])).status_code == 403
     assert client.post(reverse("admin:clusters_skill_version", args=[version.pk, "reject"])).status_code == 403
+
+
+def test_a_curator_sees_the_members_of_a_cluster(curator_client):
+    members = _fill(6)
+    cluster = members[0].cluster_member.cluster
+    page = curator_client.get(reverse("admin:clusters_knowledgecluster_change", args=[cluster.pk])).content.decode()
+    assert "similarity to the centroid" in page
+    assert members[0].content[:30] in page

@@ -142,6 +142,18 @@ def test_curator_finds_a_memory_by_live_search_and_edits_it(browser, live_server
     curator.check_clean()
 
 
+def test_admin_revokes_a_token_in_the_browser(browser, live_server, agent, agent_token):
+    from agents.models import ApiToken
+
+    admin = Session(browser, live_server.url, "admin")
+    admin.go(f"/admin/agents/agent/{agent.pk}/change/")
+    admin.shot("agent")
+    admin.page.click("button[form^=revoke-]")
+    admin.page.wait_for_selector("text=no longer opens the API")
+    assert ApiToken.objects.get().revoked_at is not None
+    admin.check_clean()
+
+
 def test_a_curator_cannot_open_tokens_or_raw_archives(browser, live_server):
     curator = Session(browser, live_server.url, "curator")
     for path in ("/admin/agents/agent/", "/admin/ingestion/rawupload/"):
@@ -150,3 +162,34 @@ def test_a_curator_cannot_open_tokens_or_raw_archives(browser, live_server):
     curator.go("/admin/")
     assert curator.page.locator("text=Agents and tokens").count() == 0
     curator.shot("curator-dashboard")
+
+
+def test_curator_splits_a_pending_merge_and_crystallizes_a_cluster(browser, live_server):
+    from memories.services import embedding_space_ensure
+    from memories.services.candidates import memory_fold
+    from tests.clusters.test_services import _fill
+
+    embedding_space_ensure()
+    keep = memory_upload(content="npm ci fails with ERESOLVE on CI while local installs use --legacy-peer-deps").memory
+    drop = memory_upload(content="Node 20 CI: npm ci dies on a peer dependency conflict (ERESOLVE); "
+                                 "commit an .npmrc with legacy-peer-deps=true").memory
+    memory_fold(keep_id=keep.pk, drop_id=drop.pk, similarity=0.8, reason="curator")
+    cluster_id = _fill(6)[0].cluster_member.cluster_id
+
+    curator = Session(browser, live_server.url, "curator")
+    curator.go("/admin/memories/memory/merge-review/")
+    curator.shot("merge-review")
+    curator.page.click("text=Split out as its own memory")
+    curator.page.wait_for_selector(".hub-settled")
+    assert Memory.objects.filter(provenance__split_from=str(keep.pk)).exists()
+    curator.shot("merge-review-split")
+
+    curator.go(f"/admin/clusters/knowledgecluster/{cluster_id}/change/")
+    curator.shot("cluster")
+    curator.page.click("text=Crystallize now")
+    curator.page.wait_for_selector("text=Read the skill", timeout=60_000)
+    curator.page.click("text=Read the skill")
+    curator.page.wait_for_load_state("networkidle")
+    assert curator.page.locator(".hub-skill h2", has_text="Steps").count() == 1
+    curator.shot("skill")
+    curator.check_clean()
