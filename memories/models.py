@@ -226,8 +226,8 @@ class MemoryEdit(models.Model):
 
 
 class TierSnapshot(models.Model):
-    """How many memories each tier held on a day (written by the tier rebalance, one row a day):
-    the dashboard's tier mix over time."""
+    """How many active memories each tier held on a day, and how many the day's rebalance runs
+    archived (written by the tier rebalance, one row a day): the dashboard's tier mix over time."""
 
     day = models.DateField(unique=True)
     hot = models.PositiveIntegerField(default=0)

@@ -362,3 +362,26 @@ def test_curators_cannot_create_agents_or_revoke_tokens(curator_client, agent_to
     assert curator_client.get(reverse("admin:agents_agent_add")).status_code == 403
     token = ApiToken.objects.get()
     assert curator_client.post(reverse("admin:agents_apitoken_revoke", args=[token.pk])).status_code == 403
+
+
+def test_the_rebalance_records_the_day_s_tier_mix_for_the_dashboard(curator_client, memory):
+    from memories.models import TierSnapshot
+    from memories.services import tiers_rebalance
+
+    assert "No tier rebalance has run yet" in curator_client.get(reverse("admin:index")).content.decode()
+    tiers_rebalance()
+    tiers_rebalance()
+    [snapshot] = TierSnapshot.objects.all()
+    assert snapshot.hot + snapshot.warm + snapshot.cold == Memory.objects.filter(status=Status.ACTIVE).count()
+    page = curator_client.get(reverse("admin:index")).content.decode()
+    assert "No tier rebalance has run yet" not in page and 'data-type="line"' in page
+
+
+def test_a_pipeline_step_run_is_recorded_and_shown(curator_client):
+    from ultron_site.models import StepRun
+    from ultron_site.pipeline import run_step
+
+    run_step("tier_rebalance")
+    run = StepRun.objects.get(step="tier_rebalance")
+    assert run.ok and run.finished_at and "hot" in run.result
+    assert "hub-badge-ok" in curator_client.get(reverse("admin:index")).content.decode()
