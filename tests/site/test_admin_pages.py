@@ -385,3 +385,17 @@ def test_a_pipeline_step_run_is_recorded_and_shown(curator_client):
     run = StepRun.objects.get(step="tier_rebalance")
     assert run.ok and run.finished_at and "hot" in run.result
     assert "hub-badge-ok" in curator_client.get(reverse("admin:index")).content.decode()
+
+
+def test_error_pages_are_the_hub_s_own(curator_client):
+    forbidden = curator_client.get(reverse("admin:agents_agent_changelist"))
+    assert forbidden.status_code == 403 and "You may not open this page" in forbidden.content.decode()
+    missing = curator_client.get("/no-such-page/")
+    assert missing.status_code == 404 and "Nothing here" in missing.content.decode()
+
+
+def test_the_server_error_page_renders_without_a_request_context(rf):
+    from django.views.defaults import server_error
+
+    response = server_error(rf.get("/admin/"))
+    assert response.status_code == 500 and "Something went wrong on the hub" in response.content.decode()
