@@ -57,7 +57,7 @@ def main() -> None:
             load(noisy_vectors(base, picks, seed=11), [texts[i] for i in picks])
             _extras()
         client = Client()
-        person = person_create(username=f"bench-admin-{time.time_ns()}", role="admin")
+        person = person_create(username=f"bench-admin-{time.time_ns()}", role="admin", password_once=False)
         assert client.login(username=person.username, password=person.password)
         memory_id = Memory.objects.order_by("pk").values_list("pk", flat=True)[args.n // 2]
         pages = {

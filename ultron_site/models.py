@@ -22,3 +22,15 @@ class StepRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.step} at {self.started_at:%Y-%m-%d %H:%M}"
+
+
+class FirstPassword(models.Model):
+    """A password ``create_user`` printed: good for the first login only. While the user's
+    password hash is still this one, every admin page sends them to change it."""
+
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="first_password")
+    password_hash = models.CharField(max_length=128)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"first password of {self.user_id}"

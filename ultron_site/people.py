@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
+from ultron_site.models import FirstPassword
 from ultron_site.roles import ROLE_GROUPS, groups_sync
 
 
@@ -24,9 +25,10 @@ class CreatedPerson:
     password: str
 
 
-def person_create(*, username: str, role: str) -> CreatedPerson:
+def person_create(*, username: str, role: str, password_once: bool = True) -> CreatedPerson:
     """A staff user in the role's group, with a random password returned once (only its hash
-    is stored). Raises ``PersonError`` for an unknown role, a taken name or an agent's name."""
+    is stored) and, with ``password_once``, good for the first login only: the admin site asks
+    for a new one before anything else. Raises ``PersonError`` for an unknown role, a taken name or an agent's name."""
     if role not in ROLE_GROUPS:
         raise PersonError(f"unknown role {role!r}; choose one of: {', '.join(ROLE_GROUPS)}")
     username = username.strip()
@@ -43,4 +45,6 @@ def person_create(*, username: str, role: str) -> CreatedPerson:
             groups_sync(django_apps)
             group = Group.objects.get(name=ROLE_GROUPS[role])
         user.groups.add(group)
+        if password_once:
+            FirstPassword.objects.create(user=user, password_hash=user.password)
     return CreatedPerson(username, role, password)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def curator_client() -> Client:
-    person = person_create(username="cora", role="curator")
+    person = person_create(username="cora", role="curator", password_once=False)
     client = Client()
     assert client.login(username=person.username, password=person.password)
     return client

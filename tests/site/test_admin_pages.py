@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _login(role: str) -> Client:
-    person = person_create(username=f"{role}-person", role=role)
+    person = person_create(username=f"{role}-person", role=role, password_once=False)
     client = Client()
     assert client.login(username=person.username, password=person.password)
     return client
@@ -399,3 +399,18 @@ def test_the_server_error_page_renders_without_a_request_context(rf):
 
     response = server_error(rf.get("/admin/"))
     assert response.status_code == 500 and "Something went wrong on the hub" in response.content.decode()
+
+
+def test_the_printed_password_is_good_for_the_first_login_only(client):
+    from ultron_site.models import FirstPassword
+
+    person = person_create(username="newbie", role="curator")
+    assert client.login(username="newbie", password=person.password)
+    response = client.get(reverse("admin:index"))
+    assert response.status_code == 302 and response["Location"] == reverse("admin:password_change")
+    assert client.get(reverse("admin:password_change")).status_code == 200
+    changed = client.post(reverse("admin:password_change"), {
+        "old_password": person.password, "new_password1": "her-own-password-77", "new_password2": "her-own-password-77"})
+    assert changed.status_code == 302
+    assert client.get(reverse("admin:index")).status_code == 200
+    assert not FirstPassword.objects.exists()

@@ -19,7 +19,7 @@ SIZES = (10, 1000)
 
 @pytest.fixture
 def admin_client_role() -> Client:
-    person = person_create(username="qc-admin", role="admin")
+    person = person_create(username="qc-admin", role="admin", password_once=False)
     client = Client()
     assert client.login(username=person.username, password=person.password)
     return client

@@ -57,9 +57,9 @@ def browser():
 class Session:
     """One person's browser tab, watching every request and console error."""
 
-    def __init__(self, browser, base: str, role: str) -> None:
+    def __init__(self, browser, base: str, role: str, *, password_once: bool = False) -> None:
         self.base = base
-        self.person = person_create(username=f"{role}-{os.getpid()}", role=role)
+        self.person = person_create(username=f"{role}-{os.getpid()}", role=role, password_once=password_once)
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
         self.requests: list[str] = []
         self.errors: list[str] = []
@@ -88,7 +88,18 @@ class Session:
 
 
 def test_admin_uploads_two_sessions_and_watches_the_job_finish(browser, live_server, agent, tmp_path):
-    admin = Session(browser, live_server.url, "admin")
+    admin = Session(browser, live_server.url, "admin", password_once=True)
+    # The printed password is good once: the first page asks for a new one.
+    assert "/admin/password_change/" in admin.page.url
+    admin.shot("first-password")
+    new_password = "a-new-password-of-her-own-42"
+    admin.page.fill("#id_old_password", admin.person.password)
+    admin.page.fill("#id_new_password1", new_password)
+    admin.page.fill("#id_new_password2", new_password)
+    admin.page.click("form button[type=submit] >> nth=-1")
+    admin.page.wait_for_load_state("networkidle")
+    admin.go("/admin/")
+    assert "/admin/password_change/" not in admin.page.url
     admin.shot("dashboard-empty")
     files = []
     for name in ("docker-a.jsonl", "docker-b.jsonl"):

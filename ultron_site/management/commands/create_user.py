@@ -21,5 +21,5 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Created {person.role} '{person.username}'.\n"
             f"Password (shown only now): {person.password}\n"
-            "Log in at /admin/ and change it under your account menu.\n"
+            "Log in at /admin/: the first page asks you to choose your own password.\n"
         )
