@@ -28,6 +28,7 @@ class ReadOnlyTabularInline(TabularInline):
     extra = 0
     can_delete = False
     per_page = 20  # the theme paginates inline rows: a memory with 1,000 contributions stays one page
+    hide_title = True  # each row says what it is; the row object's name above it is noise
 
     def get_readonly_fields(self, request, obj=None):
         return self.fields or ()

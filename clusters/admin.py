@@ -60,12 +60,17 @@ def _crystallization_context(cluster: KnowledgeCluster, since: str | None, can_c
 
 class MemberInline(ReadOnlyTabularInline):
     model = ClusterMember
-    fields = ("memory", "similarity")
+    fields = ("memory", "similarity_shown")
+    readonly_fields = fields
     ordering = ("-similarity",)
     verbose_name_plural = "members (similarity to the centroid when they joined or were last checked)"
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("memory").defer("vector", "memory__embedding")
+
+    @admin.display(description="similarity")
+    def similarity_shown(self, member: ClusterMember) -> str:
+        return f"{member.similarity:.3f}"
 
 
 @admin.register(KnowledgeCluster)

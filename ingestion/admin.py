@@ -26,9 +26,22 @@ from ingestion.services.accept import files_ingest
 from ingestion.services.work import work_retry
 
 
-def _retry(request: HttpRequest, queryset: Any, state_fields: tuple[str, ...]) -> int:
-    ids = list(queryset.values_list("pk", flat=True))
-    return sum(work_retry(model=queryset.model, ids=ids, state_field=field) for field in state_fields)
+class RetryWork(ReadOnlyAdmin):
+    """Pipeline work items (sessions, segments): failed or parked ones can be queued again by
+    those with ``ingestion.retry_work``."""
+
+    actions = ["retry_selected"]
+    retry_fields: tuple[str, ...] = ()
+    retry_done = "{} item(s) queued again."
+
+    def has_retry_permission(self, request) -> bool:
+        return request.user.has_perm("ingestion.retry_work")
+
+    @admin.action(description="Retry the failed or parked work of the selected rows", permissions=["retry"])
+    def retry_selected(self, request, queryset):
+        ids = list(queryset.values_list("pk", flat=True))
+        done = sum(work_retry(model=queryset.model, ids=ids, state_field=field) for field in self.retry_fields)
+        self.message_user(request, self.retry_done.format(done), messages.SUCCESS)
 
 
 class MultipleFiles(forms.ClearableFileInput):
@@ -122,30 +135,24 @@ def _progress_context(job: IngestJob) -> dict[str, Any]:
 
 
 @admin.register(SessionRecord)
-class SessionRecordAdmin(ReadOnlyAdmin):
+class SessionRecordAdmin(RetryWork):
     list_display = ("identity", "agent", "message_count", "segmentation", "attempts", "updated_at")
     list_filter = ("segmentation", "agent")
     search_fields = ("identity",)
     list_select_related = ("agent",)
-    actions = ["retry_selected"]
     exclude = ()
-
-    def has_retry_permission(self, request) -> bool:
-        return request.user.has_perm("ingestion.retry_work")
-
-    @admin.action(description="Retry segmentation of failed or parked sessions", permissions=["retry"])
-    def retry_selected(self, request, queryset):
-        done = _retry(request, queryset, ("segmentation",))
-        self.message_user(request, f"{done} session(s) queued again.", messages.SUCCESS)
+    retry_fields = ("segmentation",)
+    retry_done = "{} session(s) queued again."
 
 
 @admin.register(TaskSegment)
-class TaskSegmentAdmin(ReadOnlyAdmin):
+class TaskSegmentAdmin(RetryWork):
     list_display = ("__str__", "topic", "score_shown", "task_type", "scoring", "extraction", "attempts", "short_error")
     list_filter = ("scoring", "extraction", "task_type")
     search_fields = ("topic",)
     list_select_related = ("session",)
-    actions = ["retry_selected"]
+    retry_fields = ("scoring", "extraction")
+    retry_done = "{} step(s) queued again."
     readonly_fields = ("session", "index", "topic", "score", "task_type", "scoring", "extraction", "attempts",
                        "last_error", "conversation_panel")
     fields = readonly_fields
@@ -161,14 +168,6 @@ class TaskSegmentAdmin(ReadOnlyAdmin):
     @admin.display(description="messages")
     def conversation_panel(self, segment: TaskSegment) -> str:
         return render_to_string("admin/ingestion/_conversation.html", {"messages": segment.messages})
-
-    def has_retry_permission(self, request) -> bool:
-        return request.user.has_perm("ingestion.retry_work")
-
-    @admin.action(description="Retry scoring / extraction of failed or parked segments", permissions=["retry"])
-    def retry_selected(self, request, queryset):
-        done = _retry(request, queryset, ("scoring", "extraction"))
-        self.message_user(request, f"{done} step(s) queued again.", messages.SUCCESS)
 
     def get_urls(self):
         return [

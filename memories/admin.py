@@ -33,6 +33,7 @@ from memories.services.edit import (
     memory_archive_by,
     memory_edit,
     memory_restore_by,
+    redaction_summary,
 )
 from memories.services.recall import memories_rank
 
@@ -91,14 +92,14 @@ class ClusterFilter(admin.SimpleListFilter):
     parameter_name = "cluster"
 
     def lookups(self, request, model_admin):
-        from django.db import connection
-
-        with connection.cursor() as cursor:  # the largest clusters (any cluster id works in the URL)
-            cursor.execute(
-                "SELECT k.id, k.topic FROM clusters_knowledgecluster k WHERE k.member_count > 1 "
-                "ORDER BY k.member_count DESC, k.id LIMIT 15"
-            )
-            rows = [(str(pk), topic or f"cluster {pk}") for pk, topic in cursor.fetchall()]
+        # The largest clusters (any cluster id works in the URL). The cluster model is reached
+        # through the memory's own relation: the memory service does not import the clusters app.
+        relation: Any = Memory._meta.get_field("cluster_member")
+        membership = relation.related_model
+        clusters = membership._meta.get_field("cluster").related_model
+        largest = clusters.objects.filter(member_count__gt=1).order_by("-member_count", "pk").values_list(
+            "pk", "topic")[:15]
+        rows = [(str(pk), topic or f"cluster {pk}") for pk, topic in largest]
         chosen = self.value()
         if chosen and chosen not in {pk for pk, _ in rows}:
             rows.append((chosen, f"cluster {chosen}"))
@@ -248,8 +249,7 @@ class MemoryAdmin(ModelAdmin):
             resolution=data.get("resolution", ""), tags=data.get("tags", []), memory_type=data.get("memory_type"),
         )
         if result.redactions:
-            tags = ", ".join(f"{n}× {tag}" for tag, n in sorted(result.redactions.items()))
-            self.message_user(request, f"Redacted on save: {tags}.", messages.WARNING)
+            self.message_user(request, f"Redacted on save: {redaction_summary(result.redactions)}.", messages.WARNING)
         for match in result.near_duplicates[:1]:
             url = reverse("admin:memories_memory_change", args=[match.memory.pk])
             merge = reverse("admin:memories_memory_merge", args=[obj.pk, match.memory.pk])

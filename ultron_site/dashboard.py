@@ -27,6 +27,7 @@ from memories.models import (
     Tier,
     TierSnapshot,
 )
+from memories.selectors.records import memory_stats
 from ultron_site.models import StepRun
 from ultron_site.pipeline import SCHEDULE_NAME, step_names
 
@@ -38,16 +39,9 @@ def _list_url(name: str, **filters: Any) -> str:
     return f"{url}?{urlencode(filters)}" if filters else url
 
 
-def memory_counts() -> dict[str, Any]:
-    rows = Memory.objects.values("status", "tier", "memory_type").annotate(n=Count("pk")).order_by()
-    tiers = {t: 0 for t in Tier.values}
-    types = {t: 0 for t in MemoryType.values}
-    statuses = {s: 0 for s in Status.values}
-    for row in rows:
-        statuses[row["status"]] += row["n"]
-        if row["status"] == Status.ACTIVE:
-            tiers[row["tier"]] += row["n"]
-            types[row["memory_type"]] += row["n"]
+def memory_counts(stats: dict[str, Any]) -> dict[str, Any]:
+    """The memory service's own counts (``memory_stats``), each with the list it counts."""
+    tiers, types, statuses = stats["by_tier"], stats["by_type"], stats["by_status"]
     return {
         "tiers": [{"label": t.upper(), "value": tiers[t], "href": _list_url("memories_memory", tier__exact=t,
                                                                            status__exact=Status.ACTIVE)}
@@ -57,7 +51,7 @@ def memory_counts() -> dict[str, Any]:
                   for t in MemoryType.values],
         "statuses": [{"label": s, "value": statuses[s], "href": _list_url("memories_memory", status__exact=s)}
                      for s in Status.values],
-        "total": sum(statuses.values()),
+        "total": stats["total"],
     }
 
 
@@ -119,10 +113,10 @@ def recent_jobs(limit: int = 5) -> list[dict[str, Any]]:
     return jobs
 
 
-def review_counts() -> dict[str, Any]:
+def review_counts(stats: dict[str, Any]) -> dict[str, Any]:
     ready = [c for c in KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
              .defer("centroid").order_by("-member_count")[:200] if readiness(c)]
-    pending = Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).count()
+    pending = stats["merge_pending"]
     candidates = MergeCandidate.objects.filter(status=CandidateStatus.OPEN, memory__status=Status.ACTIVE,
                                                duplicate_of__status=Status.ACTIVE).count()
     return {
@@ -136,10 +130,11 @@ def review_counts() -> dict[str, Any]:
 
 
 def dashboard_context() -> dict[str, Any]:
+    stats = memory_stats()
     return {
-        "memory_counts": memory_counts(),
+        "memory_counts": memory_counts(stats),
         "charts": memory_charts(),
         "pipeline": pipeline_status(),
         "jobs": recent_jobs(),
-        "review": review_counts(),
+        "review": review_counts(stats),
     }

@@ -83,8 +83,7 @@ def memory_edit(
         memory_history_record(
             memory_id=memory.pk, editor=editor, action="edit",
             before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
-            note=("redacted: " + ", ".join(f"{n}× {tag}" for tag, n in sorted(clean.redactions.items())))
-            if clean.redactions else "",
+            note=f"redacted: {redaction_summary(clean.redactions)}" if clean.redactions else "",
         )
         if body_changed and memory.status == Status.ACTIVE:
             signals.memory_changed.send(sender=Memory, memory_id=memory.pk)
@@ -99,16 +98,22 @@ def memory_edit(
 
 
 def memory_archive_by(*, memory_id: Any, editor: str) -> bool:
-    done = memory_archive(memory_id=memory_id)
-    if done:
-        memory_history_record(memory_id=memory_id, editor=editor, action="archive",
-                              before={"status": Status.ACTIVE}, after={"status": Status.ARCHIVED})
-    return done
+    return _status_change(memory_archive, memory_id, editor, "archive", Status.ACTIVE, Status.ARCHIVED)
 
 
 def memory_restore_by(*, memory_id: Any, editor: str) -> bool:
-    done = memory_restore(memory_id=memory_id)
+    return _status_change(memory_restore, memory_id, editor, "restore", Status.ARCHIVED, Status.ACTIVE)
+
+
+def _status_change(change: Any, memory_id: Any, editor: str, action: str, before: str, after: str) -> bool:
+    """Archive or restore through the lifecycle service and, if it happened, record who did it."""
+    done = change(memory_id=memory_id)
     if done:
-        memory_history_record(memory_id=memory_id, editor=editor, action="restore",
-                              before={"status": Status.ARCHIVED}, after={"status": Status.ACTIVE})
+        memory_history_record(memory_id=memory_id, editor=editor, action=action,
+                              before={"status": before}, after={"status": after})
     return done
+
+
+def redaction_summary(counts: Any) -> str:
+    """"2× <EMAIL>, 1× <LLM_API_KEY>": what redaction removed, for history notes and messages."""
+    return ", ".join(f"{n}× {tag}" for tag, n in sorted(counts.items()))
