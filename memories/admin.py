@@ -65,7 +65,24 @@ class CandidateInline(ReadOnlyTabularInline):
         return super().get_queryset(request).select_related("duplicate_of").defer("duplicate_of__embedding")
 
 
-class TagFilter(admin.SimpleListFilter):
+class WithoutCounts:
+    """A filter that lists its choices without facet counts: counting each tag, cluster or agent
+    would cost a scan per choice on every page view, where status, tier, type and source are
+    counted once each."""
+
+    def choices(self, changelist):
+        counting, changelist.add_facets = changelist.add_facets, False
+        try:
+            yield from super().choices(changelist)  # type: ignore[misc]
+        finally:
+            changelist.add_facets = counting
+
+
+class AgentFilter(WithoutCounts, admin.RelatedFieldListFilter):
+    pass
+
+
+class TagFilter(WithoutCounts, admin.SimpleListFilter):
     title = "tag"
     parameter_name = "tag"
 
@@ -87,7 +104,7 @@ class TagFilter(admin.SimpleListFilter):
         return queryset.filter(tags__contains=[self.value()]) if self.value() else queryset
 
 
-class ClusterFilter(admin.SimpleListFilter):
+class ClusterFilter(WithoutCounts, admin.SimpleListFilter):
     title = "cluster"
     parameter_name = "cluster"
 
@@ -151,7 +168,9 @@ class MemoryAdmin(ModelAdmin):
     form = MemoryForm
     list_display = ("l0", "type_badge", "tier_badge", "hit_count", "last_hit_at", "agent", "age")
     list_display_links = ("l0",)
-    list_filter = ("status", "tier", "memory_type", "source", "merge_pending", "agent", TagFilter, ClusterFilter)
+    list_filter = ("status", "tier", "memory_type", "source", "merge_pending", ("agent", AgentFilter), TagFilter,
+                   ClusterFilter)
+    show_facets = admin.ShowFacets.ALWAYS  # counts beside status, tier, type, source, merge_pending
     list_select_related = ("agent",)
     list_per_page = 50
     search_fields = ("content",)  # the search box ranks with the hub's own hybrid search, see below
@@ -206,7 +225,10 @@ class MemoryAdmin(ModelAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
-        ids = memories_rank(query=term, limit=SEARCH_LIMIT)
+        ranked = request.__dict__.setdefault("_memory_ranking", {})  # facet counts re-filter: search once
+        if term not in ranked:
+            ranked[term] = memories_rank(query=term, limit=SEARCH_LIMIT)
+        ids = ranked[term]
         if not ids:
             return queryset.none(), False
         order = Case(*[When(pk=pk, then=Value(i)) for i, pk in enumerate(ids)], output_field=IntegerField())

@@ -173,6 +173,23 @@ def test_search_box_ranks_like_an_agent_search_without_counting_hits(curator_cli
     assert Memory.objects.get(pk=memory.pk).hit_count == 1
 
 
+def test_the_memory_list_counts_beside_its_filters_and_searches_once(curator_client, memory, monkeypatch):
+    memory_upload(content="Always answer this user in British English")
+    Memory.objects.filter(pk=memory.pk).update(tier="hot")
+    response = curator_client.get(reverse("admin:memories_memory_changelist"))
+    page = response.content.decode()
+    assert "Hot (1)" in page and "Warm (1)" in page and "Cold (0)" in page
+
+    import memories.admin as memory_admin
+
+    calls = []
+    rank = memory_admin.memories_rank
+    monkeypatch.setattr(memory_admin, "memories_rank", lambda **kw: calls.append(kw) or rank(**kw))
+    page = curator_client.get(reverse("admin:memories_memory_changelist"), {"q": "docker pip"}).content.decode()
+    assert "Hot (1)" in page  # counted within the search's results
+    assert len(calls) == 1
+
+
 def test_archive_and_restore_actions_are_recorded(curator_client, memory):
     changelist = reverse("admin:memories_memory_changelist")
     curator_client.post(changelist, {"action": "archive_selected", "_selected_action": [str(memory.pk)]})
