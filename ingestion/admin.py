@@ -19,6 +19,7 @@ from django.utils.html import format_html
 
 from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin
 from agents.models import Agent
+from ingestion.formats import ACCEPTED, accepted_name
 from ingestion.models import IngestJob, RawUpload, SessionRecord, TaskSegment
 from ingestion.selectors import job_progress
 from ingestion.services import IngestError
@@ -54,10 +55,10 @@ class SessionFilesField(forms.FileField):
     def clean(self, data: Any, initial: Any = None) -> list[Any]:
         files = data if isinstance(data, list | tuple) else [data] if data else []
         if not files:
-            raise forms.ValidationError("Choose one or more .jsonl session files.")
+            raise forms.ValidationError(f"Choose one or more session files ({ACCEPTED}).")
         for upload in files:
-            if not upload.name.endswith(".jsonl"):
-                raise forms.ValidationError(f"{upload.name}: only .jsonl session files are ingested.")
+            if not accepted_name(upload.name):
+                raise forms.ValidationError(f"{upload.name}: only {ACCEPTED} session files are ingested.")
             if upload.size > settings.ULTRON_INGEST_MAX_FILE_BYTES:
                 raise forms.ValidationError(
                     f"{upload.name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES:,} bytes.")
@@ -69,7 +70,9 @@ class SessionFilesField(forms.FileField):
 
 class IngestForm(forms.Form):
     agent = forms.ModelChoiceField(queryset=Agent.objects.order_by("name"), help_text="The agent whose sessions these are.")
-    session_files = SessionFilesField(label="Session files", help_text="One or more .jsonl files (Claude Code session exports and the other supported formats).")
+    session_files = SessionFilesField(label="Session files", help_text=(
+        "One or more session files (.jsonl, .json, .traj, .md): Claude Code, Codex CLI, Gemini CLI, "
+        "OpenHands, SWE-agent, Aider and OpenAI / Anthropic chat logs; the format is read from the content."))
 
 
 @admin.register(IngestJob)

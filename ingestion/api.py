@@ -13,13 +13,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion import selectors, services
+from ingestion.formats import ACCEPTED, accepted_name
 from ingestion.services import IngestError
 from memories.api import UploadResultSerializer
 from memories.fields import StrictCharField
 
 
 class IngestApi(APIView):
-    """Upload ``.jsonl`` sessions (multipart ``files``, optional parallel ``names``) or name
+    """Upload session files (multipart ``files``, optional parallel ``names``; ``.jsonl``, ``.json``,
+    ``.traj`` or ``.md``, the format read from the content) or name
     server paths inside ``ULTRON_INGEST_ROOTS`` (JSON ``{paths}``). Returns at once."""
 
     parser_classes = [MultiPartParser, JSONParser]
@@ -45,7 +47,7 @@ class IngestApi(APIView):
     def _files(self, request: Request):
         uploads = request.FILES.getlist("files")
         if not uploads:
-            raise ValidationError({"files": ["send one or more .jsonl files in the 'files' field"]})
+            raise ValidationError({"files": [f"send one or more session files ({ACCEPTED}) in the 'files' field"]})
         names = request.data.getlist("names") if hasattr(request.data, "getlist") else []
         if names and len(names) != len(uploads):
             raise ValidationError({"names": ["give one name per file, in the same order"]})
@@ -55,8 +57,8 @@ class IngestApi(APIView):
             name = names[index] if names else upload.name
             if upload.size > settings.ULTRON_INGEST_MAX_FILE_BYTES:
                 raise IngestError(f"{name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES} bytes", status=413)
-            if not name.endswith(".jsonl"):
-                raise ValidationError({"files": [f"{name}: only .jsonl files are ingested"]})
+            if not accepted_name(name):
+                raise ValidationError({"files": [f"{name}: only {ACCEPTED} session files are ingested"]})
             files.append((name, upload.read()))
         return services.files_ingest(agent=agent, files=files)
 

@@ -17,8 +17,9 @@ from django.db import IntegrityError, transaction
 
 from agents.models import Agent
 from agents.selectors import agent_by_name
+from ingestion.formats import ACCEPTED, AIDER_HISTORY, accepted_name, walk_includes
 from ingestion.models import IngestJob, RawUpload, SessionRecord, WorkState
-from ingestion.parsing import parse_jsonl
+from ingestion.parsing import parse_session
 from memories.queue import enqueue_on_commit
 from memories.redaction import redact_many
 
@@ -58,18 +59,21 @@ def _hidden(part: str) -> bool:
 
 
 def paths_collect(paths: Iterable[str], *, roots: list[str] | None) -> list[tuple[str, Path]]:
-    """Expand ``paths`` into ``.jsonl`` files: (identity, real path).
+    """Expand ``paths`` into session files: (identity, real path).
 
     With ``roots`` (the API), every path must resolve, after symlinks, inside one of them;
-    without (an admin at the console) any readable path is accepted. Directories expand
-    recursively, skipping hidden path segments and symlinks.
+    without (an admin at the console) any readable path is accepted. A named file may end in
+    ``.jsonl``, ``.json``, ``.traj`` or ``.md``. Directories expand recursively, skipping hidden
+    path segments and symlinks, to ``.jsonl``, ``.traj`` and ``*.aider.chat.history.md`` files and
+    the ``.json`` files that look like sessions (``ingestion.formats.walk_includes``). Aider's own
+    ``.aider.chat.history.md`` is the one hidden name taken.
     """
     out: list[tuple[str, Path]] = []
     for raw in paths:
         if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
             raise IngestError("each path must be a non-empty string", field="paths")
         given = Path(raw).expanduser()
-        if any(_hidden(part) for part in given.parts):
+        if any(_hidden(part) for part in given.parts if part != AIDER_HISTORY):
             raise IngestError(f"{raw}: hidden paths are not ingested", status=403, field="paths")
         real = Path(os.path.realpath(given))
         if roots is not None and not any(_inside(real, Path(root)) for root in roots):
@@ -80,11 +84,12 @@ def paths_collect(paths: Iterable[str], *, roots: list[str] | None) -> list[tupl
                                      and not os.path.islink(os.path.join(directory, d)))
                 for name in sorted(filenames):
                     full = Path(directory) / name
-                    if name.endswith(".jsonl") and not _hidden(name) and not full.is_symlink():
+                    if ((not _hidden(name) or name == AIDER_HISTORY) and not full.is_symlink()
+                            and walk_includes(full)):
                         out.append((str(given / full.relative_to(real)), full))
         elif real.is_file():
-            if not real.name.endswith(".jsonl"):
-                raise IngestError(f"{raw}: only .jsonl files are ingested", field="paths")
+            if not accepted_name(real.name):
+                raise IngestError(f"{raw}: only {ACCEPTED} session files are ingested", field="paths")
             out.append((str(given), real))
         else:
             raise IngestError(f"{raw}: no such file or directory", status=404, field="paths")
@@ -147,14 +152,14 @@ def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob |
     if existing is not None and existing.sha256 == digest:
         return FileResult(identity, "unchanged", existing.pk, lines=existing.line_count,
                           messages=existing.message_count, malformed=existing.malformed)
-    parsed = parse_jsonl(data)
+    parsed = parse_session(data, identity)
     result = FileResult(identity, "changed" if existing else "new", lines=parsed.lines,
                         messages=len(parsed.messages), malformed=dict(parsed.malformed))
     if not data.strip():
         result.status, result.reason = "skipped", "empty file"
         return result
     if not parsed.messages:
-        result.status, result.reason = "skipped", "no conversation messages found"
+        result.status, result.reason = "skipped", parsed.reason or "no conversation messages found"
         return result
     with transaction.atomic():
         raw = raw_archive(kind=RawUpload.Kind.FILE, name=identity, agent=agent, data=data,

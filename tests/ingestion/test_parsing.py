@@ -17,7 +17,7 @@ def jsonl(*rows) -> bytes:
 def test_plain_role_content():
     parsed = parse_jsonl(jsonl({"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}))
     assert [(m.role, m.text) for m in parsed.messages] == [("user", "hi"), ("assistant", "hello")]
-    assert not parsed.malformed
+    assert not parsed.malformed and parsed.format == "plain" and not parsed.reason
 
 
 def test_openai_chat_with_tool_calls_and_tool_rows():
@@ -32,7 +32,9 @@ def test_openai_chat_with_tool_calls_and_tool_rows():
     roles = [m.role for m in parsed.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant"]
     assert parsed.messages[2].tool_names == ["ls"] and "[tool call ls]" in parsed.messages[2].text
+    assert parsed.messages[2].calls == [{"id": "c1", "name": "ls", "target": ""}]
     assert parsed.messages[3].is_tool_result and parsed.messages[3].is_error
+    assert parsed.messages[3].call_ids == ["c1"] and parsed.format == "openai-chat"
 
 
 def test_anthropic_content_blocks():
@@ -46,8 +48,33 @@ def test_anthropic_content_blocks():
     ))
     assistant = parsed.messages[1]
     assert "[thinking] I should run pytest" in assistant.text and assistant.tool_names == ["Bash"]
+    assert assistant.calls == [{"id": "t1", "name": "Bash", "target": "pytest"}]
     result = parsed.messages[2]
     assert result.is_tool_result and result.is_error and "2 failed" in result.text
+    assert result.call_ids == ["t1"] and parsed.format == "anthropic"
+
+
+def test_call_targets_are_commands_for_shell_tools_and_paths_for_file_tools():
+    parsed = parse_jsonl(jsonl(
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "a", "name": "Edit", "input": {"file_path": "/src/app.py", "old_string": "x"}},
+            {"type": "tool_use", "id": "b", "name": "Grep", "input": {"pattern": "TODO", "path": "/src"}},
+            {"type": "tool_use", "id": "c", "name": "Bash", "input": {"command": "x" * 900}}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "d", "type": "function", "function": {"name": "shell", "arguments": "{\"command\": [\"bash\", \"-lc\", \"make\"]}"}},
+            {"id": "e", "type": "function", "function": {"name": "read_file", "arguments": "not json"}}]},
+    ))
+    targets = [(c["id"], c["target"]) for m in parsed.messages for c in m.calls]
+    assert targets == [("a", "/src/app.py"), ("b", ""), ("c", "x" * 500), ("d", "make"), ("e", "")]
+
+
+def test_an_exit_code_in_a_tool_result_marks_it_an_error_without_a_flag():
+    parsed = parse_jsonl(jsonl(
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "Exit code 2\nmake: *** Error"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u", "content": "Exit code: 0\nok"}]},
+        {"role": "tool", "tool_call_id": "v", "content": "FAIL\nexit status 1"},
+    ))
+    assert [m.is_error for m in parsed.messages] == [True, False, True]
 
 
 def test_claude_code_envelopes_skip_non_message_rows():
@@ -59,7 +86,7 @@ def test_claude_code_envelopes_skip_non_message_rows():
         {"type": "system", "content": "compacted"},
     ))
     assert [m.text for m in parsed.messages] == ["start the server", "ok"]
-    assert parsed.skipped == 3 and not parsed.malformed
+    assert parsed.skipped == 3 and not parsed.malformed and parsed.format == "claude-code"
 
 
 def test_whole_file_json_array_is_accepted():
@@ -88,10 +115,11 @@ def test_malformed_lines_are_counted_and_never_abort_the_file(line, reason):
 
 
 def test_binary_and_empty_files():
-    assert parse_jsonl(b"").messages == []
+    assert parse_jsonl(b"").messages == [] and parse_jsonl(b"").reason == "empty file"
     garbage = bytes(range(256)) * 100
     parsed = parse_jsonl(garbage)
     assert parsed.messages == [] and sum(parsed.malformed.values()) >= 1
+    assert parsed.reason.startswith("unrecognised format: binary or non-UTF-8 data")
 
 
 def test_a_ten_megabyte_single_line_is_clipped_not_fatal():
@@ -107,4 +135,9 @@ def test_real_claude_code_sessions_parse_cleanly():
         parsed = parse_jsonl(path.read_bytes())
         assert parsed.messages, path.name
         assert not parsed.malformed, (path.name, parsed.malformed)
-        assert {m.role for m in parsed.messages} <= {"user", "assistant"}
+        assert {m.role for m in parsed.messages} <= {"user", "assistant"} and parsed.format == "claude-code"
+        made = {c["id"] for m in parsed.messages for c in m.calls}
+        answered = {i for m in parsed.messages for i in m.call_ids}
+        assert answered and answered <= made, path.name
+        bash = [c for m in parsed.messages for c in m.calls if c["name"] == "Bash"]
+        assert all(c["target"] for c in bash), path.name
