@@ -179,6 +179,9 @@ def test_the_memory_list_counts_beside_its_filters_and_searches_once(curator_cli
     response = curator_client.get(reverse("admin:memories_memory_changelist"))
     page = response.content.decode()
     assert "Hot (1)" in page and "Warm (1)" in page and "Cold (0)" in page
+    page = curator_client.get(reverse("admin:memories_memory_changelist"), {"tier__exact": "hot"}).content.decode()
+    assert "Hot (1)" in page and "Warm (1)" in page  # a filter's own counts ignore its own choice...
+    assert "Active (1)" in page  # ...and the other filters count within it
 
     import memories.admin as memory_admin
 
