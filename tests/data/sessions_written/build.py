@@ -334,7 +334,11 @@ class OA(_Base):
         self.rows.append({"role": "user", "content": text})
         return self.line
 
-    def say(self, text, calls=()) -> tuple[int, list[str]]:
+    def say(self, text) -> int:
+        return self.call(text)[0]
+
+    def call(self, text, calls=()) -> tuple[int, list[str]]:
+        """An assistant message, optionally with tool calls [(name, arguments)]; returns (line, call ids)."""
         row = {"role": "assistant", "content": text}
         ids = []
         if calls:
@@ -353,7 +357,7 @@ class OA(_Base):
 
     def run(self, fn, args, content, text=None) -> tuple[int, int]:
         """One assistant message with a single tool call, then its tool row."""
-        line, ids = self.say(text, [(fn, args)])
+        line, ids = self.call(text, [(fn, args)])
         return line, self.tool(ids[0], content)
 
 
@@ -1340,6 +1344,7 @@ HINT:  Perhaps you meant to reference the column "orders_v2.refund_at".""")
     col_ok = s.line
     ans = s.say("**1,284** orders were refunded last month according to `orders_v2` (by `refund_at`). I'll use `orders_v2` for order questions from now on.")
     s.end_turn()
+    cmd = s.command("cost", "Total cost:            $0.21\nTotal duration (API):  48.2s\nTotal duration (wall): 6m 12.9s\nTotal code changes:    0 lines added, 0 lines removed")
     t2 = s.user("the status lookups on orders_v2 are slow. add an index on (status, created_at). it's prod, so don't lock the table")
     s.bash("ls migrations | tail -3 && sed -n '1,12p' Makefile", out="""\
 0039_products_sku_unique.sql
@@ -1410,7 +1415,7 @@ host    analytics       reporting       172.17.0.0/16           scram-sha-256"""
     s.end_turn()
 
     L.task(t1, "Count the orders refunded last month in the analytics DB (user corrects the table to orders_v2)")
-    L.task(t2, "Add an index on orders_v2 (status, created_at) in prod without locking the table")
+    L.task(t2, "Add an index on orders_v2 (status, created_at) in prod without locking the table", window=(cmd, t2))
     L.task(t3, "Fix the reporting container's DB connection after the move to a new Docker network (pg_hba.conf)")
     L.task(t4, "Side question: which PostgreSQL version runs on the DB host", "side-task")
     L.lesson((wrong, corr), "correction",
@@ -1510,8 +1515,8 @@ export-29467320  0/1           6h12m      6h12m
     x509 = s.line
     s.say("The export itself worked; the upload fails TLS verification: the storage endpoint presents a certificate the job's image doesn't trust. "
           "Let me re-run the job once to see if it's persistent.")
-    rj, _, rj_int = s.reject("Bash", {"command": "kubectl --context staging -n shop create job --from=cronjob/export export-manual-1", "description": "Re-run the export job once"})
-    s.user("don't rerun it, it would push a partial export. leave it, the storage team rotated their cert yesterday, I'll ask them tomorrow")
+    rj, _, _ = s.reject("Bash", {"command": "kubectl --context staging -n shop create job --from=cronjob/export export-manual-1", "description": "Re-run the export job once"})
+    rj_why = s.user("don't rerun it, it would push a partial export. leave it, the storage team rotated their cert yesterday, I'll ask them tomorrow")
     end = s.say("OK, leaving it. For tomorrow: the job fails with `x509: certificate signed by unknown authority` against "
                 "storage.example.internal, so either the new cert's CA needs to be added to the job image/trust bundle or "
                 "the storage team's chain is incomplete.")
@@ -1535,7 +1540,7 @@ export-29467320  0/1           6h12m      6h12m
              [["--context"], ["always", "every", "explicit"]])
     L.non_lesson((x509, end), "The nightly export job fails with x509: certificate signed by unknown authority when uploading to storage.",
                  "Unresolved: the session ends with the error diagnosed but not fixed (the user defers to another team).")
-    L.non_lesson((rj, rj_int), "Do not re-run the export cronjob manually.",
+    L.non_lesson((rj, rj_why), "Do not re-run the export cronjob manually.",
                  "A rejected tool call with a situation-specific reason (it would push a partial export that day); not a general rule.")
     return s
 
@@ -2446,6 +2451,643 @@ def cc13_shell_question():
     return s
 
 
+def cc14_compose_stack():
+    s = CC("cc14_compose_stack.jsonl", 114, "2026-02-02T09:15:00", "/home/dev/projects/booking-stack", model="claude-sonnet-4-5")
+    L = s.labels
+    P = "/home/dev/projects/booking-stack"
+    s.session_start()
+    t1 = s.user("docker compose up: the web container crashes with connection refused to db on the first start. works if I restart it")
+    s.bash("docker compose up -d", code=1, out="""\
+[+] Running 1/2
+ ⠿ db Pulling                                                             10.1s
+ ✘ web Error                                                              10.1s
+Error response from daemon: Get "https://registry-1.docker.io/v2/": net/http: TLS handshake timeout""")
+    tls = s.line
+    s.say("Registry timeout while pulling, nothing to do with the compose file. Retrying once.")
+    s.bash("docker compose up -d", out="""\
+[+] Running 3/3
+ ✔ Network booking-stack_default  Created                                  0.1s
+ ✔ Container booking-stack-db-1   Started                                  0.5s
+ ✔ Container booking-stack-web-1  Started                                  0.7s""")
+    tls_ok = s.line
+    s.bash("sleep 5 && docker compose ps -a --format 'table {{.Name}}\\t{{.Status}}' && docker compose logs web | tail -6", out="""\
+NAME                  STATUS
+booking-stack-db-1    Up 6 seconds
+booking-stack-web-1   Exited (1) 4 seconds ago
+web-1  |   File "/usr/local/lib/python3.12/site-packages/psycopg/connection.py", line 119, in connect
+web-1  |     raise last_ex.with_traceback(None)
+web-1  | psycopg.OperationalError: connection failed: connection to server at "172.20.0.2", port 5432 failed: Connection refused
+web-1  | 	Is the server running on that host and accepting TCP/IP connections?""")
+    dep = s.line
+    s.read(f"{P}/compose.yaml", """\
+services:
+  db:
+    image: postgres:16
+    environment:
+      POSTGRES_USER: booking
+      POSTGRES_PASSWORD: booking-dev-only
+      POSTGRES_DB: booking
+    volumes:
+      - pgdata:/var/lib/postgresql/data
+  web:
+    build: .
+    command: ["sh", "-c", "python manage.py migrate && gunicorn booking.wsgi -b 0.0.0.0:8000"]
+    depends_on:
+      - db
+    ports:
+      - "8000:8000"
+    volumes:
+      - ./media:/app/media
+volumes:
+  pgdata:
+""")
+    s.say("`depends_on: [db]` only waits until the db *container* has started, not until Postgres accepts connections. On a fresh "
+          "volume Postgres needs a few seconds for initdb, and `migrate` runs before that. A healthcheck on db plus "
+          "`condition: service_healthy` makes web wait for real readiness.")
+    s.edit(f"{P}/compose.yaml", "      - pgdata:/var/lib/postgresql/data\n  web:",
+           "      - pgdata:/var/lib/postgresql/data\n    healthcheck:\n      test: [\"CMD-SHELL\", \"pg_isready -U booking -d booking\"]\n      interval: 2s\n      timeout: 3s\n      retries: 15\n  web:")
+    s.edit(f"{P}/compose.yaml", "    depends_on:\n      - db\n", "    depends_on:\n      db:\n        condition: service_healthy\n")
+    s.bash("docker compose down -v && docker compose up -d && docker compose ps --format 'table {{.Name}}\\t{{.Status}}' && docker compose logs web | tail -2", out="""\
+[+] Running 4/4
+ ✔ Container booking-stack-web-1  Removed                                  0.0s
+ ✔ Container booking-stack-db-1   Removed                                  0.3s
+ ✔ Volume booking-stack_pgdata    Removed                                  0.0s
+ ✔ Network booking-stack_default  Removed                                  0.1s
+[+] Running 4/4
+ ✔ Network booking-stack_default  Created                                  0.1s
+ ✔ Volume "booking-stack_pgdata"  Created                                  0.0s
+ ✔ Container booking-stack-db-1   Healthy                                  6.3s
+ ✔ Container booking-stack-web-1  Started                                  6.5s
+NAME                  STATUS
+booking-stack-db-1    Up 7 seconds (healthy)
+booking-stack-web-1   Up 1 second
+web-1  | [2026-02-02 09:31:07 +0000] [9] [INFO] Listening at: http://0.0.0.0:8000 (9)
+web-1  | [2026-02-02 09:31:07 +0000] [10] [INFO] Booting worker with pid: 10""")
+    dep_ok = s.line
+    s.say("From a clean volume, web now waits for db to report healthy (6.3s) and starts cleanly.")
+    s.end_turn()
+    s.user("yep, starts cleanly now")
+    s.end_turn()
+    t2 = s.user("next: the deploy job on our self-hosted runner (ssh ci-runner-01) fails with \"docker: 'compose' is not a docker command\"")
+    s.bash("ssh ci-runner-01 'docker --version; docker compose version'", code=1, out="Docker version 24.0.7, build afdd53b\ndocker: 'compose' is not a docker command.\nSee 'docker --help'")
+    cp = s.line
+    s.bash("ssh ci-runner-01 'apt-cache policy docker-compose-plugin | head -3; ls /usr/libexec/docker/cli-plugins/'", out="docker-compose-plugin:\n  Installed: (none)\n  Candidate: 2.24.5-1~debian.12~bookworm\ndocker-buildx")
+    s.say("Compose v2 is a Docker CLI plugin shipped as its own package (`docker-compose-plugin`); the runner only has docker-ce and buildx.")
+    s.bash("ssh ci-runner-01 'sudo apt-get install -y -qq docker-compose-plugin >/dev/null && docker compose version'", out="Docker Compose version v2.24.5")
+    s.bash("gh run rerun 9013377120 --failed && sleep 30 && gh run watch --exit-status 9013377120 | tail -2", timeout=600000, out="✓ deploy in 1m12s (ID 24810023311)\n✓ Run deploy (9013377120) completed with 'success'")
+    cp_ok = s.line
+    s.say("Installed the plugin on the runner and the re-run deploy job passed.")
+    s.end_turn()
+    s.user("green, thanks")
+    s.end_turn()
+    t3 = s.user("one more: files the web container writes into ./media end up owned by root on my machine, so I can't delete them")
+    s.bash("ls -ln media | head -4 && id -u && id -g", out="total 412\n-rw-r--r-- 1 0 0 208113 Feb  2 09:40 avatar-1.png\n-rw-r--r-- 1 0 0 201554 Feb  2 09:41 avatar-2.png\n1000\n1000")
+    s.say("The container runs as root, so files in the bind mount are root-owned on the host. Quickest way to unblock you: make media/ writable for everyone.")
+    c777, _, _ = s.reject("Bash", {"command": "sudo chmod -R 777 media", "description": "Make media/ world-writable"})
+    c777_why = s.user("no, don't chmod 777 things. make the container write files as my user instead")
+    s.say("Fair point, that would only hide the problem. I'll run the web service as your UID/GID.")
+    s.edit(f"{P}/compose.yaml", "    build: .\n    command:", "    build: .\n    user: \"${UID}:${GID}\"\n    command:")
+    s.bash("docker compose up -d web", code=1, out="""\
+WARN[0000] The "UID" variable is not set. Defaulting to a blank string.
+WARN[0000] The "GID" variable is not set. Defaulting to a blank string.
+[+] Running 1/1
+ ✘ Container booking-stack-web-1  Error                                   0.2s
+Error response from daemon: unable to find user : no matching entries in passwd file""")
+    uid = s.line
+    s.say("Bash sets `$UID` but doesn't export it (and `$GID` doesn't exist), so compose sees neither. Compose reads `.env` "
+          "for interpolation, so I'll put both there.")
+    s.bash("printf 'UID=%s\\nGID=%s\\n' \"$(id -u)\" \"$(id -g)\" >> .env && docker compose up -d web && docker compose exec web touch /app/media/probe && ls -ln media/probe",
+           out="[+] Running 1/1\n ✔ Container booking-stack-web-1  Started                                  0.6s\n-rw-r--r-- 1 1000 1000 0 Feb  2 09:52 media/probe")
+    uid_ok = s.line
+    s.bash("sudo chown -R \"$(id -u):$(id -g)\" media && rm media/probe && ls -ln media | head -2", out="total 408\n-rw-r--r-- 1 1000 1000 208113 Feb  2 09:40 avatar-1.png")
+    s.say("New files are created as 1000:1000 (you), and I chowned the existing ones back to you. `.env` now holds `UID`/`GID`; "
+          "teammates with a different UID should set their own there.")
+    s.end_turn()
+    s.user("perfect")
+    s.end_turn()
+
+    L.task(t1, "Fix the web container crashing on first `docker compose up` because Postgres isn't ready (healthcheck + service_healthy)")
+    L.task(t2, "Fix \"docker: 'compose' is not a docker command\" on the self-hosted CI runner (install docker-compose-plugin)")
+    L.task(t3, "Make files written to the ./media bind mount owned by the host user instead of root (user rejects chmod 777; UID/GID via .env)")
+    L.lesson((dep, dep_ok), "error",
+             "Compose `depends_on: [db]` only waits for the database container to start, so an app that migrates on boot gets \"Connection refused\" on a fresh volume; add a `pg_isready` healthcheck to db and `depends_on: db: condition: service_healthy`.",
+             "web exits with psycopg OperationalError Connection refused; after the healthcheck and service_healthy condition a clean start shows db Healthy before web starts.",
+             [["depends_on"], ["service_healthy", "healthcheck", "pg_isready"]])
+    L.lesson((cp, cp_ok), "error",
+             "\"docker: 'compose' is not a docker command\" means the Compose v2 CLI plugin is not installed; install the `docker-compose-plugin` package (it is separate from docker-ce).",
+             "On the runner docker compose version fails and apt shows docker-compose-plugin not installed; after installing it, the version prints and the re-run deploy job passes.",
+             [["docker-compose-plugin", "compose plugin"], ["not a docker command", "install"]])
+    L.lesson((uid, uid_ok), "error",
+             "Setting `user: \"${UID}:${GID}\"` in compose fails (\"The UID variable is not set\", \"unable to find user :\") because bash does not export UID and has no GID; put UID/GID in the project's .env file so bind-mounted files are owned by the host user.",
+             "docker compose up warns about unset UID/GID and fails; after writing them to .env the container creates media files as 1000:1000.",
+             [["uid"], ["not set", "not export", ".env"]])
+    L.lesson((c777, c777_why), "correction",
+             "The user rejected `chmod -R 777` on a bind-mounted directory as a workaround for root-owned files and asked for the container to run as the host user's UID/GID instead.",
+             "The agent's sudo chmod -R 777 media is rejected; user: \"no, don't chmod 777 things. make the container write files as my user instead\".",
+             [["777"], ["uid", "as my user", "host user", "ownership"]])
+    L.non_lesson((tls, tls_ok), "docker compose up fails with net/http: TLS handshake timeout from registry-1.docker.io.",
+                 "A transient network error while pulling; the identical command succeeded on the next try.")
+    return s
+
+
+def cc15_python_release():
+    """Eight tasks in one long session: user requests, a side question, agent-driven release steps and a compaction."""
+    s = CC("cc15_python_release.jsonl", 115, "2026-02-02T13:00:00", "/home/dev/projects/quantkit", hooks=["~/.claude/hooks/guard.sh"],
+           slug="brisk-folding-meadow")
+    L = s.labels
+    P = "/home/dev/projects/quantkit"
+    s.session_start()
+    t1 = s.user("pip install -e . fails in a fresh venv, can you look?")
+    s.bash(".venv/bin/pip install -e .", code=1, out="""\
+Obtaining file:///home/dev/projects/quantkit
+  Installing build dependencies ... done
+  Checking if build backend supports build_editable ... done
+  Getting requirements to build editable ... error
+  error: subprocess-exited-with-error
+
+  × Getting requirements to build editable did not run successfully.
+  │ exit code: 1
+  ╰─> [14 lines of output]
+      error: Multiple top-level packages discovered in a flat-layout: ['quantkit', 'notebooks_old'].
+
+      To avoid accidental inclusion of unwanted files or directories,
+      setuptools will not proceed with this build.
+
+      If you are trying to create a single distribution with multiple packages
+      on purpose, you should not rely on automatic discovery.
+      Instead, consider the following options:
+
+      1. set up custom discovery (`find` directive with `include` or `exclude`)
+      2. use a `src-layout`
+      3. explicitly set `py_modules` or `packages` with a list of names
+
+      To find more information, look for "package discovery" on setuptools docs.
+      [end of output]
+
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+error: subprocess-exited-with-error
+
+× Getting requirements to build editable did not run successfully.
+│ exit code: 1
+╰─> See above for output.""")
+    flat = s.line
+    s.bash("ls && ls notebooks_old | head -3", out="CHANGELOG.md\nREADME.md\nnotebooks_old\npyproject.toml\nquantkit\ntests\n__init__.py\nbacktest_2023.ipynb\nscratch.py")
+    s.read(f"{P}/pyproject.toml", """\
+[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "quantkit"
+version = "0.3.0"
+requires-python = ">=3.10"
+dependencies = ["numpy>=1.26", "requests>=2.31"]
+
+[project.optional-dependencies]
+test = ["pytest>=8"]
+dev = ["mypy>=1.8"]
+
+[project.scripts]
+qk = "quantkit.cli:main"
+""")
+    s.say("`notebooks_old/` has an `__init__.py`, so setuptools' automatic discovery sees two top-level packages and refuses. "
+          "I'll restrict discovery to `quantkit`.")
+    s.edit(f"{P}/pyproject.toml", '[project.scripts]\nqk = "quantkit.cli:main"\n',
+           '[project.scripts]\nqk = "quantkit.cli:main"\n\n[tool.setuptools.packages.find]\ninclude = ["quantkit*"]\n')
+    s.bash(".venv/bin/pip install -q -e '.[test,dev]' && .venv/bin/pip show quantkit | head -2", out="Name: quantkit\nVersion: 0.3.0")
+    flat_ok = s.line
+    s.say("Installs now (with the test and dev extras).")
+    s.end_turn()
+    t2 = s.user("mypy fails in CI too, something about requests")
+    s.bash(".venv/bin/mypy quantkit", code=1, out="""\
+quantkit/fetch.py:3: error: Library stubs not installed for "requests"  [import-untyped]
+quantkit/fetch.py:3: note: Hint: "python3 -m pip install types-requests"
+quantkit/fetch.py:3: note: (or run "mypy --install-types" to install all missing stub packages)
+quantkit/fetch.py:3: note: See https://mypy.readthedocs.io/en/stable/running_mypy.html#missing-imports
+Found 1 error in 1 file (checked 14 source files)""")
+    stub = s.line
+    s.bash(".venv/bin/pip install -q types-requests && .venv/bin/mypy quantkit", out="Success: no issues found in 14 source files")
+    stub_ok = s.line
+    s.edit(f"{P}/pyproject.toml", 'dev = ["mypy>=1.8"]', 'dev = ["mypy>=1.8", "types-requests"]')
+    s.say("`requests` ships no type hints; the stubs are in `types-requests`. Added it to the `dev` extra, which CI installs, and mypy is clean.")
+    s.end_turn()
+    t3 = s.user("quick q, what date format do we use in the changelog?")
+    s.bash("grep -m3 '^## ' CHANGELOG.md", out="## Unreleased\n## 0.3.0 - 2025-11-02\n## 0.2.1 - 2025-08-19")
+    dfmt = s.say("ISO 8601 dates, `## <version> - YYYY-MM-DD` (e.g. `## 0.3.0 - 2025-11-02`).")
+    s.end_turn()
+    t4 = s.user("ok. rename the CLI command from qk to quantkit")
+    s.edit(f"{P}/pyproject.toml", '[project.scripts]\nqk = "quantkit.cli:main"', '[project.scripts]\nquantkit = "quantkit.cli:main"')
+    s.bash(".venv/bin/quantkit --help", code=127, out="/bin/bash: line 1: .venv/bin/quantkit: No such file or directory")
+    cs = s.line
+    s.say("Console-script wrappers are generated when the package is installed, so the rename only takes effect after reinstalling.")
+    s.bash(".venv/bin/pip install -q -e '.[test,dev]' && .venv/bin/quantkit --help | head -3 && (test -e .venv/bin/qk || echo 'old qk wrapper removed')",
+           out="usage: quantkit [-h] {fetch,backtest,report} ...\n\nquantkit command line\nold qk wrapper removed")
+    cs_ok = s.line
+    s.grep("\\bqk\\b", "README.md:31:    qk fetch --symbol ACME.L --days 30\nREADME.md:32:    qk backtest strategies/momentum.yaml", path=P)
+    s.edit(f"{P}/README.md", "    qk fetch --symbol ACME.L --days 30\n    qk backtest strategies/momentum.yaml",
+           "    quantkit fetch --symbol ACME.L --days 30\n    quantkit backtest strategies/momentum.yaml")
+    s.say("Renamed: `quantkit` works after reinstalling, the old `qk` wrapper is gone, README examples updated.")
+    s.end_turn()
+    s.reminder("The TodoWrite tool hasn't been used recently. If you're working on tasks that would benefit from tracking progress, "
+               "consider using the TodoWrite tool to track progress. Also consider cleaning up the todo list if has become stale "
+               "and no longer matches what you are working on. Only use it if it's relevant to the current work. This is just a "
+               "gentle reminder - ignore if not applicable. Make sure that you NEVER mention this reminder to the user")
+    t5 = s.user("let's release 0.3.1: build sdist + wheel, upload to TestPyPI, then commit and tag it")
+    items = [("Build sdist and wheel for 0.3.1", "Building sdist and wheel"), ("Upload to TestPyPI", "Uploading to TestPyPI"),
+             ("Commit and tag the release", "Committing and tagging the release")]
+    s.todo(_todos(items, 0, 0))
+    s.bash("sed -n '1,6p' CHANGELOG.md", out="# Changelog\n\n## Unreleased\n\n- Fix ticker parsing for dotted symbols (e.g. ACME.L).\n- Rename the CLI command to `quantkit`.")
+    s.bash(".venv/bin/python -m pytest -q -k parse_tickr", code=5, out="41 deselected in 0.20s")
+    kt = s.line
+    s.bash(".venv/bin/python -m pytest -q -k parse_ticker && .venv/bin/python -m pytest -q | tail -1", out="...                                                                      [100%]\n3 passed, 38 deselected in 0.22s\n41 passed in 0.94s")
+    kt_ok = s.line
+    s.edit(f"{P}/pyproject.toml", 'version = "0.3.0"', 'version = "0.3.1"')
+    s.edit(f"{P}/CHANGELOG.md", "## Unreleased\n", "## Unreleased\n\n## 0.3.1 - 2026-02-02\n")
+    s.bash(".venv/bin/python -m build", code=1, out="/home/dev/projects/quantkit/.venv/bin/python: No module named build")
+    bld = s.line
+    s.bash(".venv/bin/pip install -q build twine && .venv/bin/python -m build 2>&1 | tail -1 && .venv/bin/twine check dist/*",
+           timeout=300000, out="Successfully built quantkit-0.3.1.tar.gz and quantkit-0.3.1-py3-none-any.whl\nChecking dist/quantkit-0.3.1-py3-none-any.whl: PASSED\nChecking dist/quantkit-0.3.1.tar.gz: PASSED")
+    bld_ok = s.line
+    n6 = s.say("Built and `twine check` passes. Next: upload to TestPyPI.")
+    s.todo(_todos(items, 1, 1))
+    n6b, _ = s.bash(".venv/bin/twine upload --repository testpypi dist/*", code=1, out="""\
+Uploading distributions to https://test.pypi.org/legacy/
+Uploading quantkit-0.3.1-py3-none-any.whl
+100% ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 21.4/21.4 kB • 00:00 • ?
+WARNING  Error during upload. Retry with the --verbose option for more details.
+ERROR    HTTPError: 400 Bad Request from https://test.pypi.org/legacy/
+         File already exists ('quantkit-0.3.1-py3-none-any.whl', with blake2_256 hash
+         '4f9d2c1e8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e'). See
+         https://test.pypi.org/help/#file-name-reuse for more information.""")
+    exists = s.line
+    s.bash(".venv/bin/pip index versions quantkit --index-url https://test.pypi.org/simple/ 2>/dev/null", out="quantkit (0.3.1)\nAvailable versions: 0.3.1, 0.3.0")
+    s.say("0.3.1 is already on TestPyPI (uploaded earlier by someone or something else). (Test)PyPI never accepts the same file "
+          "name twice, even if the release is deleted, so this upload needs a new version number: `0.3.2` or `0.3.1.post1`. Which do you prefer?")
+    s.end_turn()
+    s.user("hm, that was probably the CI dry run last week. use 0.3.2")
+    s.edit(f"{P}/pyproject.toml", 'version = "0.3.1"', 'version = "0.3.2"')
+    s.edit(f"{P}/CHANGELOG.md", "## 0.3.1 - 2026-02-02\n", "## 0.3.2 - 2026-02-02\n")
+    s.bash("rm -rf dist && .venv/bin/python -m build 2>&1 | tail -1 && .venv/bin/twine upload --repository testpypi dist/* 2>&1 | tail -2",
+           timeout=300000, out="Successfully built quantkit-0.3.2.tar.gz and quantkit-0.3.2-py3-none-any.whl\nView at:\nhttps://test.pypi.org/project/quantkit/0.3.2/")
+    exists_ok = s.line
+    s.todo(_todos(items, 2, 2))
+    cont = s.compact("""\
+1. Fixed `pip install -e .` (flat-layout with two top-level packages) with [tool.setuptools.packages.find] include = ["quantkit*"].
+2. mypy: installed types-requests, added it to the dev extra; mypy clean.
+3. Answered: changelog uses `## <version> - YYYY-MM-DD`.
+4. Renamed the console script qk -> quantkit (reinstall needed), README updated.
+5. Release: the user asked to build sdist+wheel, upload to TestPyPI, then commit and tag. 0.3.1 already existed on TestPyPI ("File already exists"); the user chose 0.3.2. Version bumped in pyproject.toml and CHANGELOG.md, built, uploaded: https://test.pypi.org/project/quantkit/0.3.2/
+
+Pending tasks:
+- commit the release changes and tag v0.3.2, push
+
+Current work: the upload just finished; next is the commit and tag.""")
+    n7 = s.say("Continuing with the last release step: commit and tag v0.3.2.")
+    n7b, _ = s.bash("git status --short", out=" M CHANGELOG.md\n M README.md\n M pyproject.toml\n?? dist/")
+    s.bash("git add CHANGELOG.md README.md pyproject.toml && git commit -q -m \"Bump version to 0.3.2\" && git log --oneline -1", out="6b1d9e4 Bump version to 0.3.2")
+    s.end_turn()
+    cc_pref = s.user("use conventional commits in this repo please, e.g. \"chore(release): 0.3.2\". amend that one")
+    s.bash("git commit -q --amend -m \"chore(release): 0.3.2\" && git tag -a v0.3.2 -m \"quantkit 0.3.2\" && git push -q origin main v0.3.2 && git log --oneline -1 --decorate",
+           out="a90c3f7 (HEAD -> main, tag: v0.3.2, origin/main) chore(release): 0.3.2")
+    s.todo(_todos(items, 3, -1))
+    s.say("Amended to `chore(release): 0.3.2`, tagged `v0.3.2` and pushed both. I'll use conventional commit messages here from now on.")
+    s.end_turn()
+    t8 = s.user("thanks! last thing: run the tests on python 3.9 too, the README says we support it")
+    s.bash("python3.9 -m venv /tmp/qk39 && /tmp/qk39/bin/pip install -q -e '.[test]'", code=1, out="ERROR: Package 'quantkit' requires a different Python: 3.9.18 not in '>=3.10'")
+    py39 = s.line
+    s.bash("grep -rn 'match ' quantkit/*.py | head -2; grep -n '3.9' README.md", out="quantkit/cli.py:44:    match args.command:\nquantkit/report.py:12:    match fmt:\nREADME.md:8:Requires Python 3.9+.")
+    s.say("The package itself says `requires-python = \">=3.10\"` and the code uses `match` statements (3.10+), so 3.9 can't work. "
+          "The README line looks outdated. Should I change it to 3.10+?")
+    s.end_turn()
+    s.user("ah right, we dropped 3.9 in 0.3.0. yes fix the readme")
+    s.edit(f"{P}/README.md", "Requires Python 3.9+.", "Requires Python 3.10+.")
+    s.bash("git commit -q -am \"docs: require Python 3.10+\" && git push -q origin main && git log --oneline -1", out="c2e4a81 docs: require Python 3.10+")
+    py39_end = s.say("README now says Python 3.10+ (committed as `docs: require Python 3.10+` and pushed).")
+    s.end_turn()
+
+    L.task(t1, "Fix `pip install -e .` failing with 'Multiple top-level packages discovered in a flat-layout'")
+    L.task(t2, "Fix mypy's missing stubs for requests")
+    L.task(t3, "Side question: which date format the changelog uses", "side-task")
+    L.task(t4, "Rename the console script from qk to quantkit")
+    L.task(t5, "Release 0.3.1 (checklist): first build sdist and wheel (python -m build needs the build package)")
+    L.task(n6, "Upload the release to TestPyPI (0.3.1 already exists; user picks 0.3.2)", "next-subtask", (n6, n6b))
+    L.task(n7, "Commit and tag the release after the context compaction (user asks for conventional commits)", "after-continuation", (cont, n7b))
+    L.task(t8, "Run the tests on Python 3.9 (not supported: requires-python >=3.10; README fixed)")
+    L.lesson((flat, flat_ok), "error",
+             "setuptools refuses to build with \"Multiple top-level packages discovered in a flat-layout\" when a stray directory with __init__.py sits next to the package; restrict discovery with `[tool.setuptools.packages.find] include = [\"pkg*\"]` (or use a src layout).",
+             "pip install -e . fails listing ['quantkit', 'notebooks_old']; after adding packages.find include the editable install succeeds.",
+             [["flat-layout", "flat layout", "multiple top-level packages"], ["packages.find", "include", "src layout", "src-layout"]])
+    L.lesson((stub, stub_ok), "error",
+             "mypy's \"Library stubs not installed for \\\"requests\\\" [import-untyped]\" is fixed by installing the `types-requests` stub package (add it to the dev dependencies CI installs).",
+             "mypy reports the missing stubs; after pip install types-requests it finds no issues.",
+             [["types-requests"], ["stub", "mypy"]])
+    L.lesson((cs, cs_ok), "error",
+             "After renaming an entry in `[project.scripts]`, the new command does not exist until the package is reinstalled (`pip install -e .` again), because console-script wrappers are generated at install time.",
+             "quantkit --help exits 127 after the pyproject edit; after reinstalling the command works and the old qk wrapper is gone.",
+             [["project.scripts", "console script", "console-script", "entry point"], ["reinstall", "pip install -e"]])
+    L.lesson((bld, bld_ok), "error",
+             "`python -m build` fails with \"No module named build\" in a fresh venv: the PyPA build frontend is a separate package (`pip install build`, with twine for uploads).",
+             "python -m build fails; after pip install build twine it produces the sdist and wheel and twine check passes.",
+             [["no module named build", "python -m build"], ["pip install build", "install build", "build package", "build frontend"]])
+    L.lesson((exists, exists_ok), "error",
+             "A (Test)PyPI upload failing with \"400 Bad Request ... File already exists\" means that version's file name was already uploaded; PyPI never allows re-uploading a file name, so bump the version (e.g. 0.3.2 or .post1) and rebuild.",
+             "twine upload of 0.3.1 is rejected; pip index versions shows 0.3.1 on TestPyPI; after bumping to 0.3.2 and rebuilding the upload succeeds.",
+             [["file already exists", "already exists"], ["version", "bump"]])
+    L.lesson((cc_pref, cc_pref), "preference",
+             "The quantkit repo uses Conventional Commits for commit messages (e.g. \"chore(release): 0.3.2\").",
+             "The user asks to amend 'Bump version to 0.3.2' to follow conventional commits.",
+             [["conventional commit"], ["chore(release)", "commit message", "commits"]])
+    L.non_lesson((t3, dfmt), "The quantkit changelog uses '## <version> - YYYY-MM-DD' headings.",
+                 "A one-off fact looked up in answer to a side question.")
+    L.non_lesson((kt, kt_ok), "pytest -k parse_tickr deselects all tests (exit code 5).",
+                 "The agent mistyped the -k expression and re-ran with the right name; nothing to learn.")
+    L.non_lesson((py39, py39_end), "quantkit requires Python 3.10 or newer.",
+                 "A project fact (requires-python) that explains why the 3.9 run was impossible; the only change was a README correction.")
+    return s
+
+
+# =============================================================================================
+# OpenAI-chat sessions
+# =============================================================================================
+
+def oa01_npm_peer_deps():
+    s = OA("oa01_npm_peer_deps.jsonl", 201, "2026-02-03T10:00:00")
+    L = s.labels
+    s.system("You are a coding assistant working in the user's repository. You can run shell commands with the run_shell tool. "
+             "Prefer minimal, reversible changes and explain what you did.")
+    t1 = s.user("npm install fails on a fresh clone of the dashboard repo")
+    er, _ = s.run("run_shell", {"command": "npm install"}, """\
+exit code: 1
+npm ERR! code ERESOLVE
+npm ERR! ERESOLVE unable to resolve dependency tree
+npm ERR!
+npm ERR! While resolving: dashboard@0.9.0
+npm ERR! Found: react@18.2.0
+npm ERR! node_modules/react
+npm ERR!   react@"^18.2.0" from the root project
+npm ERR!
+npm ERR! Could not resolve dependency:
+npm ERR! peer react@"^16.8.0 || ^17.0.0" from react-sortable-hoc@2.0.0
+npm ERR! node_modules/react-sortable-hoc
+npm ERR!   react-sortable-hoc@"^2.0.0" from the root project
+npm ERR!
+npm ERR! Fix the upstream dependency conflict, or retry
+npm ERR! this command with --force or --legacy-peer-deps
+npm ERR! to accept an incorrect (and potentially broken) dependency resolution.
+npm ERR!
+npm ERR!
+npm ERR! For a full report see:
+npm ERR! /home/dev/.npm/_logs/2026-02-03T10_00_41_220Z-eresolve-report.txt""", text="Let me reproduce it.")
+    s.run("run_shell", {"command": "npm --version && grep -m1 lockfileVersion package-lock.json && git log -1 --format=%cs -- package-lock.json"},
+          "exit code: 0\n10.2.4\n  \"lockfileVersion\": 1,\n2022-06-14")
+    s.say("`react-sortable-hoc@2` declares a peer dependency on React 16/17, but the app uses React 18. The lockfile is v1, i.e. "
+          "it was written by npm 6, which ignored peer-dependency conflicts; npm 7+ enforces them and stops with ERESOLVE. "
+          "`--legacy-peer-deps` restores the npm 6 behaviour (I'd avoid `--force`, which also overrides other conflicts).")
+    s.run("run_shell", {"command": "npm install --legacy-peer-deps && npm test -- --watchAll=false 2>&1 | tail -4"}, """\
+exit code: 0
+
+added 1204 packages, and audited 1205 packages in 38s
+
+Test Suites: 12 passed, 12 total
+Tests:       87 passed, 87 total
+Snapshots:   3 passed, 3 total
+Time:        9.84 s""")
+    hint = s.say("Installed with `--legacy-peer-deps`, and all 87 tests pass, so the sortable list works with React 18 in practice. "
+                 "Longer term, `react-sortable-hoc` is unmaintained; `@dnd-kit/sortable` is the usual replacement.")
+    s.user("ok. can we make that the default so nobody needs the flag?")
+    s.run("run_shell", {"command": "echo 'legacy-peer-deps=true' >> .npmrc && rm -rf node_modules && npm ci 2>&1 | tail -2"},
+          "exit code: 0\nadded 1204 packages, and audited 1205 packages in 31s\n\nfound 0 vulnerabilities")
+    s.say("Added `legacy-peer-deps=true` to the project's `.npmrc`; a plain `npm ci` now works. Commit `.npmrc` so everyone gets it.")
+    ok1 = s.user("works, thanks")
+    t2 = s.user("also `npm install -g typescript` fails with permission denied on my machine")
+    ea, _ = s.run("run_shell", {"command": "npm install -g typescript"}, """\
+exit code: 243
+npm ERR! code EACCES
+npm ERR! syscall mkdir
+npm ERR! path /usr/lib/node_modules/typescript
+npm ERR! errno -13
+npm ERR! Error: EACCES: permission denied, mkdir '/usr/lib/node_modules/typescript'
+npm ERR!  [Error: EACCES: permission denied, mkdir '/usr/lib/node_modules/typescript'] {
+npm ERR!   errno: -13,
+npm ERR!   code: 'EACCES',
+npm ERR!   syscall: 'mkdir',
+npm ERR!   path: '/usr/lib/node_modules/typescript'
+npm ERR! }
+npm ERR!
+npm ERR! The operation was rejected by your operating system.
+npm ERR! It is likely you do not have the permissions to access this file as the current user""")
+    s.run("run_shell", {"command": "npm config get prefix"}, "exit code: 0\n/usr")
+    s.say("npm's global prefix is `/usr`, which only root can write. Rather than `sudo npm`, point the prefix at a directory you own and put its `bin` on PATH.")
+    s.run("run_shell", {"command": "mkdir -p ~/.npm-global && npm config set prefix ~/.npm-global && grep -q npm-global ~/.bashrc || echo 'export PATH=\"$HOME/.npm-global/bin:$PATH\"' >> ~/.bashrc; npm install -g typescript && ~/.npm-global/bin/tsc --version"},
+          "exit code: 0\n\nadded 1 package in 2s\nVersion 5.4.5")
+    ea_ok = s.say("Done: global packages now go to `~/.npm-global` (PATH added to `~/.bashrc`, open a new shell), and `tsc` 5.4.5 is installed without sudo.")
+    t3 = s.user("thanks. what's the difference between dependencies and devDependencies again?")
+    qa = s.say("`dependencies` are needed at runtime and are installed for anyone who installs your package; `devDependencies` are only for "
+               "developing it (test runners, bundlers, type checkers) and are skipped by `npm install --omit=dev` and when your package is "
+               "installed as a dependency of something else. For an app that is bundled, the split mostly documents intent.")
+
+    L.task(t1, "Fix `npm install` failing with ERESOLVE on a fresh clone (peer dependency on React 17; use and persist --legacy-peer-deps)")
+    L.task(t2, "Fix EACCES on `npm install -g typescript` (user-owned npm prefix instead of sudo)")
+    L.task(t3, "Side question: dependencies vs devDependencies", "side-task")
+    L.lesson((er, ok1), "error",
+             "npm 7+ stops with \"ERESOLVE unable to resolve dependency tree\" when a package's peer dependency excludes the installed React (a lockfile written by npm 6 never enforced it); `npm install --legacy-peer-deps` works, and `legacy-peer-deps=true` in the project .npmrc makes it the default.",
+             "npm install fails on react-sortable-hoc's peer react ^16/^17; with --legacy-peer-deps it installs and 87 tests pass; .npmrc makes plain npm ci work; the user confirms.",
+             [["legacy-peer-deps"], ["eresolve", "peer"]])
+    L.lesson((ea, ea_ok), "error",
+             "`npm install -g` failing with EACCES on /usr/lib/node_modules means the global prefix is root-owned; set a user prefix (`npm config set prefix ~/.npm-global`) and add its bin to PATH instead of using sudo.",
+             "npm config get prefix is /usr; after setting ~/.npm-global the global install succeeds and tsc --version prints 5.4.5.",
+             [["eacces", "permission denied"], ["prefix", "npm-global"]])
+    L.non_lesson((hint, hint), "Replace react-sortable-hoc with @dnd-kit/sortable.",
+                 "An unverified suggestion in passing; nothing was tried.")
+    L.non_lesson((t3, qa), "dependencies are runtime, devDependencies are development-only and skipped with --omit=dev.",
+                 "General-knowledge answer to a side question; nothing was run or verified.")
+    return s
+
+
+def oa02_regex_chat():
+    """A tool-less chat: a user correction, a stated preference, a general answer."""
+    s = OA("oa02_regex_chat.jsonl", 202, "2026-02-04T08:00:00")
+    L = s.labels
+    s.system("You are a helpful assistant for shell and text-processing questions.")
+    t1 = s.user("give me a grep command to find ISO dates like 2024-03-15 in our app logs")
+    wrong = s.say("Use an extended regex:\n\n```sh\ngrep -E '\\d{4}-\\d{2}-\\d{2}' app.log\n```")
+    corr = s.user("that matches nothing. grep -E doesn't know \\d, that's PCRE")
+    s.say("You're right, sorry: POSIX extended regexes have no `\\d`. Either use a bracket expression:\n\n```sh\ngrep -E '[0-9]{4}-[0-9]{2}-[0-9]{2}' app.log\n```\n\n"
+          "or GNU grep's Perl mode: `grep -P '\\d{4}-\\d{2}-\\d{2}' app.log`.")
+    ok = s.user("the [0-9] one works")
+    t2 = s.user("good. keep answers short from now on, max 5 lines, no preamble. how do I count unique client IPs in an nginx access log?")
+    s.say("```sh\nawk '{print $1}' access.log | sort | uniq -c | sort -rn | head\n```")
+    s.user("perfect")
+    t3 = s.user("and convert an epoch timestamp like 1706860800 to UTC?")
+    ep = s.say("```sh\ndate -u -d @1706860800\n```\nOn macOS/BSD: `date -u -r 1706860800`.")
+    s.user("thx")
+
+    L.task(t1, "Write a grep command for ISO dates in logs (user corrects \\d in grep -E)")
+    L.task(t2, "Count unique client IPs in an nginx access log (user asks for short answers from now on)")
+    L.task(t3, "Convert an epoch timestamp to UTC with date", "side-task")
+    L.lesson((wrong, ok), "correction",
+             "POSIX `grep -E` does not support `\\d`; use `[0-9]` (or `grep -P` for Perl-style regexes) — the user corrected the agent's `grep -E '\\d{4}-...'`, which matched nothing.",
+             "The agent's first answer used \\d with grep -E; the user: \"grep -E doesn't know \\d, that's PCRE\"; the [0-9] version works.",
+             [["\\d"], ["[0-9]", "grep -p", "posix"]])
+    L.lesson((t2, t2), "preference",
+             "The user wants short answers: at most five lines and no preamble.",
+             "Stated at the start of the second question: \"keep answers short from now on, max 5 lines, no preamble\".",
+             [["short", "five lines", "5 lines"], ["preamble", "answer"]])
+    L.non_lesson((t3, ep), "Convert an epoch timestamp to UTC with date -u -d @<epoch> (date -u -r on BSD).",
+                 "A textbook answer with no confirmation that it was run; general knowledge, not an experience.")
+    return s
+
+
+def oa03_rust_threads():
+    s = OA("oa03_rust_threads.jsonl", 203, "2026-02-05T17:30:00")
+    L = s.labels
+    t1 = s.user("cargo build fails since I made the page cache shared between the worker threads")
+    err, _ = s.run("shell", {"cmd": ["cargo", "build"]}, json.dumps({"exit_code": 101, "stdout": "", "stderr": """\
+   Compiling crawlr v0.4.0 (/home/dev/projects/crawlr)
+error[E0277]: `Rc<RefCell<HashMap<String, Vec<u8>>>>` cannot be sent between threads safely
+   --> src/worker.rs:41:36
+    |
+41  |           let handle = thread::spawn(move || {
+    |                        ------------- ^------
+    |                        |             |
+    |  ______________________|_____________within this `{closure@src/worker.rs:41:36: 41:43}`
+    | |                      |
+    | |                      required by a bound introduced by this call
+42  | |             let mut c = cache.borrow_mut();
+43  | |             c.insert(url.clone(), fetch(&url));
+44  | |         });
+    | |_________^ `Rc<RefCell<HashMap<String, Vec<u8>>>>` cannot be sent between threads safely
+    |
+    = help: within `{closure@src/worker.rs:41:36: 41:43}`, the trait `Send` is not implemented for `Rc<RefCell<HashMap<String, Vec<u8>>>>`
+note: required because it's used within this closure
+note: required by a bound in `spawn`
+
+For more information about this error, try `rustc --explain E0277`.
+error: could not compile `crawlr` (bin "crawlr") due to 1 previous error"""}), text=None)
+    s.run("read_file", {"path": "src/worker.rs", "start_line": 1, "end_line": 50},
+          "use std::cell::RefCell;\nuse std::collections::HashMap;\nuse std::rc::Rc;\nuse std::thread;\n...\npub fn run(urls: Vec<String>) -> Rc<RefCell<HashMap<String, Vec<u8>>>> {\n    let cache = Rc::new(RefCell::new(HashMap::new()));\n    let mut handles = Vec::new();\n    for url in urls {\n        let cache = Rc::clone(&cache);\n        let handle = thread::spawn(move || {\n            let mut c = cache.borrow_mut();\n            c.insert(url.clone(), fetch(&url));\n        });\n        handles.push(handle);\n    }\n    for h in handles { h.join().unwrap(); }\n    cache\n}")
+    s.say("`Rc` uses non-atomic reference counts, so it isn't `Send`, and `RefCell` isn't `Sync`; neither can be shared across "
+          "threads. The thread-safe equivalents are `Arc` (atomic refcount) and `Mutex` (or `RwLock`).")
+    s.run("apply_patch", {"patch": """\
+--- a/src/worker.rs
++++ b/src/worker.rs
+@@
+-use std::cell::RefCell;
+ use std::collections::HashMap;
+-use std::rc::Rc;
++use std::sync::{Arc, Mutex};
+ use std::thread;
+@@
+-pub fn run(urls: Vec<String>) -> Rc<RefCell<HashMap<String, Vec<u8>>>> {
+-    let cache = Rc::new(RefCell::new(HashMap::new()));
++pub fn run(urls: Vec<String>) -> Arc<Mutex<HashMap<String, Vec<u8>>>> {
++    let cache = Arc::new(Mutex::new(HashMap::new()));
+@@
+-        let cache = Rc::clone(&cache);
++        let cache = Arc::clone(&cache);
+         let handle = thread::spawn(move || {
+-            let mut c = cache.borrow_mut();
+-            c.insert(url.clone(), fetch(&url));
++            let body = fetch(&url);
++            cache.lock().unwrap().insert(url, body);
+         });"""}, "patch applied: src/worker.rs (1 hunk x3)")
+    s.run("shell", {"cmd": ["cargo", "test", "-q"]}, json.dumps({"exit_code": 0, "stdout": "\nrunning 9 tests\n.........\ntest result: ok. 9 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.12s\n", "stderr": "   Compiling crawlr v0.4.0 (/home/dev/projects/crawlr)\n    Finished `test` profile [unoptimized + debuginfo] target(s) in 2.71s"}))
+    ok = s.say("Builds and all 9 tests pass. The cache is now `Arc<Mutex<HashMap<..>>>`; I also moved `fetch` out of the locked "
+               "section so threads don't hold the lock during the network call.")
+    s.user("builds here too, thanks")
+    t2 = s.user("what's our MSRV again?")
+    s.run("shell", {"cmd": ["grep", "-n", "rust-version", "Cargo.toml"]}, json.dumps({"exit_code": 0, "stdout": "6:rust-version = \"1.70\"\n", "stderr": ""}))
+    msrv = s.say("1.70 (`rust-version` in Cargo.toml).")
+    t3 = s.user("the pg feature doesn't link on my box: cargo build --features pg")
+    s.run("shell", {"cmd": ["cargo", "build", "--features", "pg"]}, json.dumps({"exit_code": 101, "stdout": "", "stderr": "   Compiling pq-sys v0.4.8\n   Compiling crawlr v0.4.0 (/home/dev/projects/crawlr)\nerror: linking with `cc` failed: exit status: 1\n  |\n  = note: /usr/bin/ld: cannot find -lpq: No such file or directory\n          collect2: error: ld returned 1 exit status\n\nerror: could not compile `crawlr` (bin \"crawlr\") due to 1 previous error"}))
+    lpq = s.say("The linker can't find libpq. On Debian/Ubuntu that's the `libpq-dev` package (`sudo apt install libpq-dev`); then rebuild.")
+    s.user("can't install packages on this box right now, I'll deal with it later")
+    end = s.say("OK. When you do: `sudo apt install libpq-dev`, then `cargo build --features pg`.")
+
+    L.task(t1, "Fix E0277 after sharing an Rc<RefCell<...>> cache across threads (switch to Arc<Mutex<...>>)")
+    L.task(t2, "Side question: the crate's MSRV", "side-task")
+    L.task(t3, "Fix linking the pg feature (cannot find -lpq; left unresolved)")
+    L.lesson((err, ok), "error",
+             "Rust error E0277 \"`Rc<RefCell<...>>` cannot be sent between threads safely\" when moving a shared cache into `thread::spawn`: Rc is not Send and RefCell not Sync, so use `Arc<Mutex<...>>` (and keep slow work outside the lock).",
+             "cargo build fails with E0277 in worker.rs; after the Arc/Mutex patch cargo test passes 9 tests and the user confirms.",
+             [["arc"], ["mutex"], ["rc", "send"]])
+    L.non_lesson((msrv, msrv), "The crawlr crate's MSRV is 1.70.",
+                 "A one-off fact read from Cargo.toml in answer to a side question.")
+    L.non_lesson((lpq, end), "`cannot find -lpq` when building with --features pg is fixed by installing libpq-dev.",
+                 "Unresolved: the fix was suggested but never applied or verified; the session ends with the build still failing.")
+    return s
+
+
+def oa04_actions_yaml():
+    s = OA("oa04_actions_yaml.jsonl", 204, "2026-02-06T12:00:00")
+    L = s.labels
+    s.system("You are an autonomous coding agent. Tools: run_shell(command), read_file(path), write_file(path, content). "
+             "The repository is checked out in the working directory.")
+    t1 = s.user("I added a CI workflow yesterday but it never runs on push")
+    find, _ = s.run("run_shell", {"command": "find .github -type f && git log --oneline -2 -- .github"},
+          "exit code: 0\n.github/workflow/ci.yml\n3c1f2e0 Add CI workflow")
+    s.say("The file is in `.github/workflow/` (singular). GitHub Actions only reads workflows from `.github/workflows/`, so this one is silently ignored.")
+    s.run("run_shell", {"command": "git mv .github/workflow .github/workflows && git commit -qm 'Move CI workflow to .github/workflows' && git push -q && sleep 10 && gh run list -L 1"},
+          "exit code: 0\nSTATUS  TITLE                                  WORKFLOW  BRANCH  EVENT  ID          ELAPSED  AGE\n*       Move CI workflow to .github/workflows  CI        main    push   7920331844  9s       9s")
+    wf_ok = s.say("A run of the CI workflow was triggered by the push (run 7920331844, in progress).")
+    t2 = s.user("yep it runs now. but the 3.10 job fails: \"Version 3.1 was not found in the local cache\"")
+    s.run("read_file", {"path": ".github/workflows/ci.yml"}, """\
+name: CI
+on: [push, pull_request]
+jobs:
+  test:
+    runs-on: ubuntu-22.04
+    strategy:
+      matrix:
+        python-version: [3.8, 3.9, 3.10]
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: ${{ matrix.python-version }}
+      - run: pip install -e .[test]
+      - run: pytest -q""")
+    s.say("YAML reads unquoted `3.10` as the float 3.1, so setup-python is asked for Python 3.1. Quoting the versions keeps them strings.")
+    s.run("run_shell", {"command": "sed -i 's/python-version: \\[3.8, 3.9, 3.10\\]/python-version: [\"3.8\", \"3.9\", \"3.10\"]/' .github/workflows/ci.yml && grep -n 'python-version: \\[' .github/workflows/ci.yml && git commit -qam 'ci: quote Python versions' && git push -q && sleep 15 && gh run watch --exit-status $(gh run list -L1 --json databaseId -q '.[0].databaseId') | tail -5"},
+          "exit code: 0\n8:        python-version: [\"3.8\", \"3.9\", \"3.10\"]\nJOBS\n✓ test (3.8) in 48s (ID 21744120311)\n✓ test (3.9) in 51s (ID 21744120355)\n✓ test (3.10) in 46s (ID 21744120390)\n✓ Run CI (7920402217) completed with 'success'")
+    yml_ok = s.user("green, thanks")
+    t3 = s.user("can you make a new push to the same branch cancel the previous run if it's still going?")
+    s.run("write_file", {"path": ".github/workflows/ci.yml", "content": "name: CI\non: [push, pull_request]\nconcurrency:\n  group: ${{ github.workflow }}-${{ github.ref }}\n  cancel-in-progress: true\njobs:\n  test:\n    runs-on: ubuntu-22.04\n    strategy:\n      matrix:\n        python-version: [\"3.8\", \"3.9\", \"3.10\"]\n    steps:\n      - uses: actions/checkout@v4\n      - uses: actions/setup-python@v5\n        with:\n          python-version: ${{ matrix.python-version }}\n      - run: pip install -e .[test]\n      - run: pytest -q\n"},
+          "wrote 520 bytes to .github/workflows/ci.yml")
+    s.run("run_shell", {"command": "git commit -qam 'ci: cancel superseded runs' && git push -q && git commit -q --allow-empty -m 'ci: concurrency check' && git push -q && sleep 90 && gh run list -L 2"},
+          "exit code: 0\nSTATUS  TITLE                      WORKFLOW  BRANCH  EVENT  ID          ELAPSED  AGE\n✓       ci: concurrency check      CI        main    push   7920519902  52s      1m\nX       ci: cancel superseded runs CI        main    push   7920519455  6s       1m")
+    s.run("run_shell", {"command": "gh run view 7920519455 --json conclusion -q .conclusion"}, "exit code: 0\ncancelled")
+    s.say("Added a `concurrency` group per workflow and ref with `cancel-in-progress: true`. Test: two pushes in a row; the first run was `cancelled` as soon as the second started, and the second passed.")
+    ok3 = s.user("works, thanks")
+    t4 = s.user("could CI skip runs when only docs change? to save minutes")
+    s.run("run_shell", {"command": "sed -i 's/^on: \\[push, pull_request\\]/on:\\n  push:\\n    paths: [\"**.py\", \"pyproject.toml\", \".github\\/workflows\\/**\"]\\n  pull_request:\\n    paths: [\"**.py\", \"pyproject.toml\", \".github\\/workflows\\/**\"]/' .github/workflows/ci.yml && sed -n '1,8p' .github/workflows/ci.yml"},
+          "exit code: 0\nname: CI\non:\n  push:\n    paths: [\"**.py\", \"pyproject.toml\", \".github/workflows/**\"]\n  pull_request:\n    paths: [\"**.py\", \"pyproject.toml\", \".github/workflows/**\"]\nconcurrency:\n  group: ${{ github.workflow }}-${{ github.ref }}")
+    paths = s.say("Added `paths` filters so the workflow only runs when Python files, pyproject.toml or the workflows change. Not committed yet.")
+    s.user("hm, actually no, revert that. the docs build is in the same workflow soon and we want it on docs changes")
+    s.run("run_shell", {"command": "git checkout -- .github/workflows/ci.yml && git status --short"}, "exit code: 0\n")
+    rev = s.say("Reverted; the workflow runs on every push and PR as before.")
+
+    L.task(t1, "Find out why a new CI workflow never runs (it was in .github/workflow/)")
+    L.task(t2, "Fix the Python 3.10 matrix job asking for version 3.1 (quote versions in YAML)")
+    L.task(t3, "Cancel superseded CI runs on the same branch (concurrency group)")
+    L.task(t4, "Skip CI on docs-only changes (paths filter added, then reverted at the user's request)")
+    L.lesson((find, wf_ok), "error",
+             "A GitHub Actions workflow that never runs may sit in the wrong directory: workflows are only picked up from `.github/workflows/` (plural); a file in `.github/workflow/` is silently ignored.",
+             "find shows .github/workflow/ci.yml; after git mv to .github/workflows the push triggers a run.",
+             [[".github/workflows"], ["workflow/", "singular", "wrong directory", "ignored"]])
+    L.lesson((t2, yml_ok), "error",
+             "In a GitHub Actions matrix an unquoted `3.10` is parsed by YAML as the number 3.1, so setup-python fails with \"Version 3.1 was not found\"; quote Python versions as strings (\"3.10\").",
+             "ci.yml has python-version: [3.8, 3.9, 3.10]; after quoting, all three jobs pass and the user confirms.",
+             [["3.10"], ["yaml", "float", "number"], ["quote", "string"]])
+    L.lesson((t3, ok3), "pattern",
+             "To cancel superseded GitHub Actions runs, add `concurrency: {group: ${{ github.workflow }}-${{ github.ref }}, cancel-in-progress: true}` to the workflow.",
+             "Two quick pushes: the first run ends 'cancelled', the second succeeds; the user confirms.",
+             [["concurrency", "cancel-in-progress"], ["group", "github.ref", "superseded"]])
+    L.non_lesson((paths, rev), "Add a paths filter so CI only runs when Python files change.",
+                 "The change was reverted at the user's request (docs changes must trigger CI in this repo); it is not a confirmed practice.")
+    return s
+
+
 # =============================================================================================
 # Output and validation
 # =============================================================================================
@@ -2499,6 +3141,15 @@ def validate(files: dict[str, list[dict]], boundaries, lessons, non_lessons) -> 
                 for b in r["message"]["content"]:
                     if b.get("type") == "tool_result":
                         result_ids.add(b["tool_use_id"])
+        uuids = {r["uuid"] for r in rows if "uuid" in r}
+        stamps = [r["timestamp"] for r in rows if "timestamp" in r and r.get("type") != "file-history-snapshot"]
+        if stamps != sorted(stamps):
+            errs.append(f"{name}: timestamps not monotonic")
+        for i, r in enumerate(rows, 1):
+            if r.get("parentUuid") and r["parentUuid"] not in uuids:
+                errs.append(f"{name}:{i}: parentUuid points nowhere")
+            if r.get("sourceToolAssistantUUID") and r["sourceToolAssistantUUID"] not in uuids:
+                errs.append(f"{name}:{i}: sourceToolAssistantUUID points nowhere")
         if tool_ids != result_ids:
             errs.append(f"{name}: unmatched tool ids {sorted(tool_ids ^ result_ids)[:3]}")
     seen_files = set()
