@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
+from ingestion.judgements.chains import Step, command_key, short_command, steps_of
 from ingestion.parsing import Message
 from memories.providers.embeddings import get_embedder
 from memories.providers.llm import InvalidReply, LLMError, get_llm
 from memories.text import estimate_tokens, first_sentence, truncate_tokens
+from memories.thresholds import model_thresholds
 
 logger = logging.getLogger("ultron.ingestion")
 
@@ -71,18 +73,75 @@ def topic_of(messages: list[Message]) -> str:
     return truncate_tokens(first_sentence(messages[0].text), 24)[:200] if messages else ""
 
 
+# Work that closes a task: a commit or push, an issue closed in a tracker, a pull request opened.
+_CLOSING_KEY = re.compile(r"^(?:git (?:commit|push)|gh (?:pr|issue)|glab mr|\S+ (?:close|done|complete|resolve|finish))$")
+MIN_AGENT_SEGMENT = 6  # messages on each side of a cut the agent's own work makes
+
+
+def _closing(step: Step) -> bool:
+    return step.is_shell and bool(_CLOSING_KEY.match(command_key(step.target)))
+
+
+def agent_boundaries(messages: list[Message]) -> list[int]:
+    """Where the agent, working on its own, finishes one task and turns to the next: after a
+    commit, a push or an issue closed (and whatever closing steps follow it), at the first
+    message that starts other work."""
+    steps = steps_of(messages)
+    closing_calls = {s.call for s in steps if _closing(s) and s.result is not None and not s.failed}
+    quiet_calls = closing_calls | {s.call for s in steps if s.is_shell and _quiet(s.target)}
+    cuts: list[int] = []
+    index = 0
+    while index < len(messages):
+        if index not in closing_calls:
+            index += 1
+            continue
+        after = index + 1
+        while after < len(messages) and (
+            messages[after].is_tool_result or after in quiet_calls or messages[after].text.startswith("[thinking]")
+            or (messages[after].role == "assistant" and not messages[after].text.startswith("[tool call")
+                and after + 1 < len(messages) and after + 1 in closing_calls)
+        ):
+            after += 1
+        if after < len(messages) and messages[after].role == "assistant":
+            cuts.append(after)
+        index = after
+    return cuts
+
+
+def _quiet(command: str) -> bool:
+    return bool(re.match(r"^(?:git (?:status|log|add|diff|fetch|pull)|\S+ (?:sync|list|ready))\b", short_command(command)))
+
+
+# "thanks! btw, what is …", "nice. can you add …": the thanks closes the last task, what follows
+# is judged on its own.
+_ACKNOWLEDGED = re.compile(
+    r"^\W*(?:thanks|thank you|thx|great|nice|cool|perfect|awesome|ok(?:ay)?|good|lovely|excellent|done|works)"
+    r"(?: (?:a lot|so much|again))?[!.,;:]+\s*(?:(?:btw|by the way|also|and|so|now)\b[,:]?\s*)?(?=\S.{20,})",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def shift_threshold() -> float:
+    """How similar a user turn must be to the current goals to stay in the segment: the setting
+    when given, else the embedding model's same-topic threshold (the one clustering uses)."""
+    if settings.ULTRON_SEGMENT_SHIFT_THRESHOLD is not None:
+        return settings.ULTRON_SEGMENT_SHIFT_THRESHOLD
+    return model_thresholds().cluster
+
+
 def segment_offline(messages: list[Message]) -> list[Span]:
     if not messages:
         return []
     goals = [i for i, m in enumerate(messages) if is_goal(m)]
+    agent_cuts = agent_boundaries(messages)
     if len(goals) <= 1:
-        return [Span(0, len(messages), topic_of(messages))]
+        return _spans(messages, [0], agent_cuts)
     vectors = get_embedder().embed([truncate_tokens(messages[i].text, 200) for i in goals])
-    threshold = settings.ULTRON_SEGMENT_SHIFT_THRESHOLD
+    threshold = shift_threshold()
     starts = [0]
     members: list[np.ndarray] = [vectors[0]]
     for position, index in enumerate(goals[1:], 1):
-        text = messages[index].text
+        text = _ACKNOWLEDGED.sub("", messages[index].text, count=1) or messages[index].text
         vector = vectors[position]
         boundary = False
         if NEW_GOAL_CUES.match(text):
@@ -96,7 +155,19 @@ def segment_offline(messages: list[Message]) -> list[Span]:
             members = [vector]
         else:
             members.append(vector)
-    bounds = starts + [len(messages)]
+    return _spans(messages, starts, agent_cuts)
+
+
+def _spans(messages: list[Message], starts: list[int], agent_cuts: list[int]) -> list[Span]:
+    """The user's own new goals, plus the agent's cuts that leave enough work on both sides."""
+    bounds = sorted(set(starts))
+    for cut in agent_cuts:
+        before = max((b for b in bounds if b <= cut), default=0)
+        after = min((b for b in bounds if b > cut), default=len(messages))
+        if cut - before >= MIN_AGENT_SEGMENT and after - cut >= MIN_AGENT_SEGMENT:
+            bounds.append(cut)
+            bounds.sort()
+    bounds = bounds + [len(messages)]
     return [Span(a, b, topic_of(messages[a:b])) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 

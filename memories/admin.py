@@ -100,7 +100,8 @@ class GroupedCountFilter(admin.ChoicesFieldListFilter):
 
     def get_facet_queryset(self, changelist):
         mine = _COUNTED.index(self.field_path)
-        key = self.field_path if any(self.request.GET.getlist(p) for p in self.expected_parameters()) else "-"
+        used = any(self.request.GET.getlist(str(p)) for p in self.expected_parameters())
+        key = self.field_path if used else "-"
         cache = self.request.__dict__.setdefault("_memory_facets", {})
         if key not in cache:
             queryset = changelist.get_queryset(self.request, exclude_parameters=self.expected_parameters())

@@ -425,7 +425,8 @@ ULTRON_RAW_ARCHIVE_REDACT = env_bool(
     help="true: the raw archive keeps the redacted text instead of the original bytes.",
 )
 ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float(
-    "ULTRON_SEGMENT_SHIFT_THRESHOLD", 0.2, minimum=-1.0, maximum=1.0, group="ingestion",
+    "ULTRON_SEGMENT_SHIFT_THRESHOLD", None, minimum=-1.0, maximum=1.0, group="ingestion",
+    doc_default="the embedding model's same-topic (cluster) threshold, 0.55 for all-MiniLM-L6-v2",
     help="Offline segmenter: a user turn less similar than this to the current goals starts a "
          "new segment.",
 )

@@ -11,6 +11,13 @@ from typing import Any
 
 from django.conf import settings
 
+from ingestion.judgements.chains import (
+    chain_content,
+    chain_context,
+    chain_resolution,
+    chains_find,
+    steps_of,
+)
 from ingestion.judgements.cues import (
     CORRECTION_RE,
     ERROR_RE,
@@ -20,8 +27,8 @@ from ingestion.judgements.cues import (
     is_error,
     render,
 )
+from ingestion.judgements.lessons import lessons_find
 from ingestion.parsing import Message
-from ingestion.segmentation import is_goal
 from memories.providers.llm import InvalidReply, get_llm
 from memories.text import estimate_tokens, normalise_space, truncate_tokens
 
@@ -33,15 +40,16 @@ class Extracted:
     resolution: str = ""
     confidence: float = 0.5
     tags: list[str] = field(default_factory=list)
+    memory_type: str = ""  # known from how it was found (an error chain, a stated rule); else classified
 
     def as_dict(self) -> dict[str, Any]:
         return {"content": self.content, "context": self.context, "resolution": self.resolution,
-                "confidence": self.confidence, "tags": self.tags}
+                "confidence": self.confidence, "tags": self.tags, "memory_type": self.memory_type}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Extracted:
         return cls(data["content"], data.get("context", ""), data.get("resolution", ""),
-                   float(data.get("confidence", 0.5)), list(data.get("tags", [])))
+                   float(data.get("confidence", 0.5)), list(data.get("tags", [])), data.get("memory_type", ""))
 
 
 def _error_line(text: str) -> str:
@@ -51,48 +59,45 @@ def _error_line(text: str) -> str:
     return normalise_space(text.replace("[tool result ERROR]", ""))[:300]
 
 
-def _command_before(messages: list[Message], index: int) -> str:
-    for message in reversed(messages[:index]):
-        if message.role == "assistant" and message.text.startswith("[tool call"):
-            match = re.search(r'"command":\s*"((?:[^"\\]|\\.){1,200})"', message.text)
-            return match.group(1) if match else ""
-    return ""
-
-
-def extract_offline(messages: list[Message], *, topic: str, task_type: str) -> list[Extracted]:
-    tags = ["trajectory", f"type:{task_type}"]
+def _errors_without_calls(messages: list[Message], tags: list[str], topic: str) -> list[Extracted]:
+    """Transcripts that keep tool results but not the calls: an error, then the agent's
+    explanation (or report of success) within the next turns."""
     found: list[Extracted] = []
     seen: set[str] = set()
     for index, message in enumerate(messages):
         if not is_error(message):
             continue
         error = _error_line(message.text)
-        if error in seen:
-            continue
-        # The fix: the first explanation the assistant gives within the next turns, else the
-        # first report of success.
         window = [m for m in messages[index + 1 : index + 16]
                   if m.role == "assistant" and not m.text.startswith(("[tool call", "[thinking]"))]
         chosen = next((m for m in window if EXPLAIN_RE.search(m.text)), None) or next(
             (m for m in window if SUCCESS_RE.search(m.text)), None)
-        resolution = truncate_tokens(chosen.text, 150) if chosen else ""
-        if not resolution:
+        if error in seen or chosen is None:
             continue  # an error with no fix in sight teaches nothing reusable
         seen.add(error)
-        command = _command_before(messages, index)
-        content = f"`{command}` failed: {error}" if command else error
-        found.append(Extracted(content, topic, resolution, 0.75 if EXPLAIN_RE.search(resolution) else 0.6, tags))
-        if len(found) >= 3:
-            break
-    for message in messages:
-        if not is_goal(message):
-            continue
-        text = truncate_tokens(message.text, 120)
-        if CORRECTION_RE.search(message.text):
-            found.append(Extracted(text, topic, "", 0.55, tags))
-        elif PREFERENCE_RE.search(message.text):
-            found.append(Extracted(text, topic, "", 0.6, tags))
-    return found[:6]
+        resolution = truncate_tokens(chosen.text, 150)
+        confidence = 0.75 if EXPLAIN_RE.search(resolution) else 0.6
+        found.append(Extracted(error, topic, resolution, confidence, tags, "error"))
+    return found
+
+
+MAX_CHAINS = 8
+
+
+def extract_offline(messages: list[Message], *, topic: str, task_type: str) -> list[Extracted]:
+    """Error chains (docs/flow.md#offline-extraction), then what the user taught: confirmed
+    how-to steps, corrections, stated rules."""
+    tags = ["trajectory", f"type:{task_type}"]
+    chains = chains_find(messages)[:MAX_CHAINS] if steps_of(messages) else []
+    if chains:
+        found = [Extracted(chain_content(chain), chain_context(chain), chain_resolution(chain),
+                           0.75 if chain.explanation else 0.65, tags, "error") for chain in chains]
+    else:
+        found = _errors_without_calls(messages, tags, topic)[:MAX_CHAINS]
+    for lesson in lessons_find(messages):
+        found.append(Extracted(lesson.content, lesson.context or topic, lesson.resolution, lesson.confidence, tags,
+                               lesson.memory_type))
+    return found[: MAX_CHAINS + 4]
 
 
 _LABEL_RE = re.compile(

@@ -5,21 +5,22 @@ Segments scoring at least ``ULTRON_SEGMENT_MIN_SCORE`` go on to extraction."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingestion.judgements.chains import chains_find, command_key, steps_of
 from ingestion.judgements.cues import (
     CODING_TOOLS,
     CONFIG_RE,
-    CORRECTION_RE,
     EXPLAIN_RE,
-    PREFERENCE_RE,
     REJECTED_RE,
     RESEARCH_TOOLS,
     SUCCESS_RE,
     is_error,
     render,
 )
+from ingestion.judgements.lessons import CONFIRM_RE, lessons_find
 from ingestion.parsing import Message
 from ingestion.segmentation import is_goal
 from memories.providers.llm import InvalidReply, get_llm
@@ -57,46 +58,63 @@ def _task_type(messages: list[Message], errors_met: bool) -> str:
     return "conversation" if not tools else "coding"
 
 
+# How strongly each kind of evidence says a segment holds reusable experience; combined as a
+# noisy-OR (each piece can make the case on its own, more pieces make it surer).
+_EVIDENCE = {"chain": 0.7, "explained": 0.8, "correction": 0.7, "preference": 0.7, "pattern": 0.7,
+             "completed": 0.35}
+_REVERT_RE = re.compile(r"^git (?:checkout|restore|revert|reset|stash)$")
+_USER_UNDO_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|throw (?:it|that) away)\b|撤销|回滚", re.I)
+
+
 def score_offline(messages: list[Message]) -> SegmentMetrics:
+    """Evidence in the segment, not its length: error chains resolved (and explained), what the
+    user taught (corrections, rules, confirmed how-to steps), completion; against it, an error
+    the segment ends on, work the user rejected, work reverted."""
+    chains = chains_find(messages)
+    lessons = lessons_find(messages)
+    steps = [s for s in steps_of(messages) if s.result is not None]
     errors = [i for i, m in enumerate(messages) if is_error(m)]
     errors_met = bool(errors)
-    tail = messages[errors[-1] + 1 :] if errors else []
-    errors_resolved = errors_met and any(
+    last_steps = [s for s in steps if s.is_shell][-3:]
+    ends_failing = bool(last_steps) and last_steps[-1].failed
+    errors_resolved = errors_met and not ends_failing and (bool(chains) or any(
         (m.is_tool_result and not is_error(m)) or (not m.is_tool_result and SUCCESS_RE.search(m.text))
-        for m in tail
-    ) and not (tail and is_error(tail[-1]))
-    assistant_text = [m.text for m in messages if m.role == "assistant" and not m.text.startswith("[tool call")]
-    last_assistant = assistant_text[-1] if assistant_text else ""
+        for m in messages[errors[-1] + 1 :]))
+    assistant_text = [m.text for m in messages if m.role == "assistant" and not m.text.startswith(("[tool call",
+                                                                                                 "[thinking]"))]
     user_turns = [m.text for m in messages if is_goal(m)]
-    completed = bool(SUCCESS_RE.search(last_assistant) or (user_turns[1:] and SUCCESS_RE.search(user_turns[-1])))
-    if not completed and not errors_met and last_assistant and messages[-1].role == "assistant":
-        completed = any(m.tool_names for m in messages)
-    reusable = any(EXPLAIN_RE.search(t) for t in assistant_text) or any(
-        PREFERENCE_RE.search(t) or CORRECTION_RE.search(t) for t in user_turns
-    )
-    interrupted = any(REJECTED_RE.search(m.text) for m in messages)
-    reasons = []
-    score = 0.2
+    confirmed = any(CONFIRM_RE.match(t) for t in user_turns[1:])
+    completed = confirmed or bool(assistant_text and SUCCESS_RE.search(assistant_text[-1]) and not ends_failing)
+    reusable = bool(chains or lessons) or any(EXPLAIN_RE.search(t) for t in assistant_text)
+    found: list[tuple[str, float]] = []
+    if chains:
+        explained = any(c.explanation for c in chains)
+        found.append((f"{len(chains)} error(s) met and fixed{', with the cause explained' if explained else ''}",
+                      _EVIDENCE["explained" if explained else "chain"]))
+        found.extend(("another error fixed", 0.3) for _ in chains[1:3])
+    for kind in ("correction", "preference", "pattern"):
+        if any(lesson.memory_type == kind for lesson in lessons):
+            label = {"correction": "the user corrected the agent", "preference": "the user stated a rule or preference",
+                     "pattern": "a how-to task the user confirmed"}[kind]
+            found.append((label, _EVIDENCE[kind]))
     if completed:
-        score += 0.25
-        reasons.append("the task was completed")
-    if errors_met and errors_resolved:
-        score += 0.25
-        reasons.append("errors were met and resolved")
-    elif errors_met:
-        score -= 0.2
-        reasons.append("errors were met and not resolved")
-    elif completed:
-        score += 0.1
-    if reusable:
-        score += 0.2
-        reasons.append("the conversation explains a cause, a fix or a rule")
-    if any(PREFERENCE_RE.search(t) or CORRECTION_RE.search(t) for t in user_turns):
-        score += 0.1
-        reasons.append("the user stated a preference or a correction")
-    if interrupted and not completed:
-        score -= 0.15
+        found.append(("the user confirmed the result" if confirmed else "the task was completed", _EVIDENCE["completed"]))
+    remaining = 1.0
+    for _, weight in found:
+        remaining *= 1.0 - weight
+    score = 0.1 + 0.9 * (1.0 - remaining)
+    reasons = [label for label, _ in found]
+    if ends_failing:
+        score *= 0.75
+        reasons.append("the segment ends on a failing command")
+    rejected = [i for i, m in enumerate(messages) if REJECTED_RE.search(m.text)]
+    if rejected and rejected[-1] >= len(messages) * 0.75 and not completed:  # the work stopped there
+        score *= 0.6
         reasons.append("the user interrupted or rejected the work")
+    if any(_REVERT_RE.match(command_key(s.target)) for s in steps if s.is_shell) or any(
+            _USER_UNDO_RE.search(t) for t in user_turns[1:]):
+        score *= 0.75
+        reasons.append("work was reverted")
     return SegmentMetrics(
         score=max(0.0, min(1.0, score)), task_type=_task_type(messages, errors_met), completed=completed,
         errors_met=errors_met, errors_resolved=errors_resolved, reusable=reusable, reasons=reasons,

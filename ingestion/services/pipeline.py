@@ -27,9 +27,15 @@ _SEGMENT_MESSAGE_CHARS = 4000  # what of each message is kept (redacted) for the
 
 
 def _redacted_messages(messages: list[Message]) -> list[Message]:
-    texts = [m.text[:_SEGMENT_MESSAGE_CHARS] for m in messages]
-    for message, result in zip(messages, redact_many(texts), strict=True):
+    """Every text a segment keeps goes through redaction: the messages and the targets of their
+    tool calls (a command line can carry a token as easily as a message)."""
+    calls = [call for m in messages for call in getattr(m, "calls", None) or [] if call.get("target")]
+    texts = [m.text[:_SEGMENT_MESSAGE_CHARS] for m in messages] + [str(c["target"]) for c in calls]
+    results = redact_many(texts)
+    for message, result in zip(messages, results[: len(messages)], strict=True):
         message.text = result.text
+    for call, result in zip(calls, results[len(messages) :], strict=True):
+        call["target"] = result.text
     return messages
 
 
@@ -168,6 +174,7 @@ def segment_extract(*, segment_id: int) -> bool:
                     result = memory_services.memory_upload(
                         content=extracted.content, context=extracted.context, resolution=extracted.resolution,
                         tags=extracted.tags, agent=session.agent, source=Source.SEGMENT,
+                        memory_type=extracted.memory_type or None,
                         provenance={"session": session.pk, "segment": segment_row.pk, "item": index},
                     )
                     SegmentMemory.objects.create(segment=segment_row, memory=result.memory, item_index=index)

@@ -19,7 +19,15 @@ from memories.judgements.classify import classify
 from memories.judgements.prompts import llm_available
 from memories.judgements.same_subject import same_subject
 from memories.judgements.summarize import extractive_summaries
-from memories.models import Memory, MemoryContribution, MergeCandidate, Source, Status, Tier
+from memories.models import (
+    Memory,
+    MemoryContribution,
+    MemoryType,
+    MergeCandidate,
+    Source,
+    Status,
+    Tier,
+)
 from memories.queue import enqueue_on_commit
 from memories.selectors import DuplicateMatch, memory_find_duplicate
 from memories.selectors.duplicates import CANDIDATES_PER_UPLOAD
@@ -57,11 +65,17 @@ def memory_upload(
     agent: Agent | None = None,
     source: str = Source.API,
     provenance: dict | None = None,
+    memory_type: str | None = None,
 ) -> UploadResult:
-    """Store one memory, or merge it into the memory it duplicates (docs/flow.md#upload)."""
+    """Store one memory, or merge it into the memory it duplicates (docs/flow.md#upload).
+
+    ``memory_type`` is for callers that know the kind from how they found the memory (the
+    session extractor knows an error chain from a stated preference); otherwise it is classified.
+    """
     clean = memory_input_clean(content=content, context=context, resolution=resolution, tags=tags)
     vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
-    memory_type = classify(clean.content, clean.context, clean.resolution, vector=vector)
+    if memory_type not in MemoryType.values:
+        memory_type = classify(clean.content, clean.context, clean.resolution, vector=vector)
     body_hash = content_hash(clean.content, clean.context, clean.resolution)
     body = memory_body(clean.content, clean.context, clean.resolution)
     provenance = provenance or {}

@@ -1,0 +1,169 @@
+"""What the offline pipeline learns from sessions, against hand-made labels.
+
+    .venv/bin/python bench/sessions.py [--set real|written|all] [--show] [--json]
+
+Two labelled sets (tests/data/README.md): ``real`` — the Claude Code session exports under
+../shared/eval/transcripts/claude_code (labels: tests/data/session_boundaries_agent.jsonl,
+tests/data/session_lessons.jsonl), and ``written`` — sessions written by hand in the shapes of
+real agent exports (tests/data/sessions_written/). Every file goes through the real ingestion
+service and pipeline (redaction, segmentation, scoring, extraction, the upload funnel) with the
+offline provider, then:
+
+- task boundaries: a predicted cut (the first line of every segment but the first) is right when
+  it falls inside a labelled boundary's window, each window matched once; precision, recall, F1;
+- lessons: a lesson is found when a memory extracted from its file contains, for every keyword
+  group of the label, one of the group's alternatives (case-insensitive); recall over lessons,
+  precision over extracted memories (a memory that states no labelled lesson of its file is a
+  miss — labels list every lesson a careful engineer saw, so this is the strict reading).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import bench_database, django_setup, eval_path, print_table, write_results  # noqa: E402
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def label_sets(which: str) -> list[dict]:
+    sets = []
+    real = eval_path("transcripts", "claude_code")
+    if which in ("real", "all") and real is not None:
+        sets.append({"name": "real", "dir": real, "boundaries": _read(DATA / "session_boundaries_agent.jsonl"),
+                     "lessons": _read(DATA / "session_lessons.jsonl")})
+    written = DATA / "sessions_written"
+    if which in ("written", "all") and (written / "lessons.jsonl").exists():
+        sets.append({"name": "written", "dir": written, "boundaries": _read(written / "boundaries.jsonl"),
+                     "lessons": _read(written / "lessons.jsonl")})
+    return sets
+
+
+def matches(text: str, keywords: list[list[str]]) -> bool:
+    lowered = text.lower()
+    return all(any(alt.lower() in lowered for alt in group) for group in keywords)
+
+
+def boundary_scores(predicted: dict[str, list[int]], labels: list[dict]) -> dict[str, float]:
+    hits = guessed = wanted = 0
+    for label in labels:
+        windows = [task["window"] for task in label["tasks"][1:]]
+        cuts = predicted.get(label["file"], [])
+        guessed += len(cuts)
+        wanted += len(windows)
+        free = list(windows)
+        for cut in cuts:
+            window = next((w for w in free if w[0] <= cut <= w[1]), None)
+            if window is not None:
+                free.remove(window)
+                hits += 1
+    precision = hits / guessed if guessed else 0.0
+    recall = hits / wanted if wanted else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"boundaries": wanted, "cuts": guessed, "right": hits, "precision": precision, "recall": recall, "f1": f1}
+
+
+def lesson_scores(memories: dict[str, list[dict]], lessons: list[dict]) -> tuple[dict, list, list]:
+    by_file: dict[str, list[dict]] = defaultdict(list)
+    for lesson in lessons:
+        by_file[lesson["file"]].append(lesson)
+    found, missed, stray = set(), [], []
+    extracted = real = 0
+    for file, items in memories.items():
+        for memory in items:
+            extracted += 1
+            text = " ".join([memory["content"], memory["context"], memory["resolution"]])
+            hit = [lesson["id"] for lesson in by_file.get(file, []) if matches(text, lesson["keywords"])]
+            found.update(hit)
+            if hit:
+                real += 1
+            else:
+                stray.append((file, memory))
+    missed = [lesson for lesson in lessons if lesson["id"] not in found]
+    figures = {"lessons": len(lessons), "found": len(found), "recall": len(found) / len(lessons) if lessons else 0.0,
+               "memories": extracted, "real": real, "precision": real / extracted if extracted else 0.0}
+    return figures, missed, stray
+
+
+def run_set(label_set: dict) -> tuple[dict, list, list]:
+    from agents.services import agent_create
+    from ingestion import services
+    from ingestion.models import SegmentMemory, TaskSegment
+
+    files = sorted({label["file"] for label in label_set["boundaries"]} | {x["file"] for x in label_set["lessons"]})
+    payload = [(name, (label_set["dir"] / name).read_bytes()) for name in files if (label_set["dir"] / name).exists()]
+    agent = agent_create(name=f"bench-{label_set['name']}")
+    started = time.perf_counter()
+    services.files_ingest(agent=agent, files=payload)
+    for step in (services.sessions_segment, services.segments_score, services.segments_extract):
+        while step(limit=100)["claimed"]:
+            pass
+    seconds = time.perf_counter() - started
+    predicted: dict[str, list[int]] = defaultdict(list)
+    for segment in TaskSegment.objects.filter(session__agent=agent).order_by("session_id", "index"):
+        if segment.index > 0 and segment.messages:
+            predicted[segment.session.identity].append(segment.messages[0]["line"])
+    memories: dict[str, list[dict]] = defaultdict(list)
+    links = SegmentMemory.objects.filter(segment__session__agent=agent).select_related("memory", "segment__session")
+    for link in links:
+        memory = link.memory
+        memories[link.segment.session.identity].append(
+            {"content": memory.content, "context": memory.context, "resolution": memory.resolution,
+             "type": memory.memory_type})
+    figures = {"files": len(payload), "seconds": seconds,
+               "segments": TaskSegment.objects.filter(session__agent=agent).count(),
+               **{f"boundary_{k}": v for k, v in boundary_scores(predicted, label_set["boundaries"]).items()}}
+    lesson_figures, missed, stray = lesson_scores(memories, label_set["lessons"])
+    figures.update({f"lesson_{k}": v for k, v in lesson_figures.items()})
+    return figures, missed, stray
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--set", choices=["real", "written", "all"], default="all")
+    parser.add_argument("--show", action="store_true", help="list missed lessons and stray memories")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    sets = label_sets(args.set)
+    if not sets:
+        print("no labelled session set found (../shared/eval/transcripts or tests/data/sessions_written)")
+        return
+    django_setup()
+    results = {}
+    with bench_database():
+        for label_set in sets:
+            figures, missed, stray = run_set(label_set)
+            results[label_set["name"]] = figures
+            print_table(f"Sessions — {label_set['name']} ({figures['files']} files, {figures['seconds']:.0f} s)", [
+                ("segments", str(figures["segments"])),
+                ("boundaries P / R / F1", f"{figures['boundary_precision']:.2f} / {figures['boundary_recall']:.2f} / "
+                                          f"{figures['boundary_f1']:.2f}  ({figures['boundary_right']} right of "
+                                          f"{figures['boundary_cuts']} cuts, {figures['boundary_boundaries']} labelled)"),
+                ("lessons recall", f"{figures['lesson_recall']:.2f} ({figures['lesson_found']} of "
+                                   f"{figures['lesson_lessons']})"),
+                ("memories precision", f"{figures['lesson_precision']:.2f} ({figures['lesson_real']} of "
+                                       f"{figures['lesson_memories']})"),
+            ])
+            if args.show:
+                print("\nmissed lessons:")
+                for lesson in missed:
+                    print(f"- {lesson['id']} [{lesson['type']}] {lesson['lesson'][:150]}")
+                print("\nmemories that state no labelled lesson:")
+                for file, memory in stray:
+                    print(f"- {file[:12]} [{memory['type']}] {memory['content'][:120]} | {memory['resolution'][:100]}")
+    write_results("sessions", results, as_json=args.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""Error → investigation → fix chains in a transcript, found without an LLM.
+
+A chain starts at a failing tool call (``is_error``, a non-zero exit, a stack trace) and ends at a
+later call of the *same command* (same program and sub-command, e.g. ``git push``, ``npm run
+build``, ``pytest``) that no longer fails with that error. What the agent did in between is the
+fix: files it changed, commands that changed something (installs, upgrades, migrations), and the
+final command when it differs from the failing one; what it said in between is the explanation.
+Checks seen in between (``node --version``) are the context. Calls the user rejected, file-tool
+mechanics (an edit whose old text was not found) and re-runs that pass with nothing changed
+(a flaky step) teach nothing reusable and are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from ingestion.judgements.cues import ERROR_RE, EXPLAIN_RE, REJECTED_RE, is_error
+from ingestion.parsing import Message
+from memories.text import first_sentence, normalise_space, truncate_tokens
+
+SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell_call", "run_shell_command", "execute_command",
+               "run", "cmdrunaction", "terminal", "powershell", "container.exec"}
+EDIT_TOOLS = {"edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "create_file",
+              "write_file", "replace", "edit_file", "str_replace_based_edit_tool"}
+# Programs whose first non-option argument names what is being done (``git push``, ``npm run build``).
+_SUBCOMMAND_PROGRAMS = {"git", "npm", "pnpm", "yarn", "npx", "mix", "cargo", "go", "docker", "kubectl", "helm",
+                        "pip", "pip3", "uv", "poetry", "make", "bd", "gh", "dotnet", "gradle", "mvn", "bundle",
+                        "rails", "rake", "terraform", "systemctl", "brew", "apt", "apt-get", "conda", "bun",
+                        "deno", "composer", "php", "flutter", "swift", "nvm", "rustup", "manage.py"}
+_RUN_PROGRAMS = {"npm", "pnpm", "yarn", "bun"}  # ``npm run build``: the script name matters too
+# Commands that only look: they belong to the investigation, never to the fix.
+_LOOK_PROGRAMS = {"ls", "cat", "head", "tail", "grep", "rg", "find", "pwd", "echo", "which", "whereis", "type",
+                  "less", "more", "wc", "stat", "file", "tree", "env", "printenv", "ps", "lsof", "df", "du",
+                  "sleep", "true", "date", "whoami", "id", "uname", "diff", "jq", "sort"}
+_LOOK_SUBCOMMANDS = {"status", "log", "diff", "show", "list", "ls", "view", "info", "search", "describe", "get",
+                     "outdated", "version", "--version", "-v", "-V", "config", "branch", "remote", "ready"}
+_VERSION_RE = re.compile(r"(?:^|\s)(--version|-v|-V|version)\b")
+_VERSION_OUT = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\b")
+_VERIFY_RE = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|check|lint|build|compile|credo|dialyzer"
+                        r"|vet|tsc|mypy|ruff|eslint|flake8|pylint|clippy|tox|nox|ci|verify|validate|typecheck)\b")
+_SPECIFIC_ERROR = re.compile(r"\b(?:fatal|cannot|can't|could not|couldn't|unable to|not found|denied|invalid|refused"
+                             r"|not formatted|undefined|missing|unknown|unsupported|not supported|timed out)\b", re.I)
+_GENERIC_ERROR = re.compile(r"\b(?:error|errors|fail(?:ed|s|ure)?)\b", re.I)
+_MARKUP = re.compile(r"</?[a-z][\w-]*[^>]*>.*</?[a-z][\w-]*|\\\"", re.I)  # HTML or escaped JSON dumps
+_NOISE_LINE = re.compile(r"^\s*(?:\[tool result(?: ERROR)?\]\s*)?(?:exit (?:code|status) \d+\s*)?$", re.I)
+_MECHANICS = re.compile(r"<tool_use_error>|string to replace not found|has not been read yet|file does not exist"
+                        r"|no changes to make|old_string|is not a valid|unknown tool", re.I)
+_PLANNING = re.compile(r"^(?:let me|let.s|now (?:let|I|also)|also,? |i'll|i will|next,|first,|ok(?:ay)?,|i have two options)", re.I)
+_CAUSAL = re.compile(r"\b(?:because|since|means|requires?|needs?|doesn'?t support|does not support|not supported"
+                     r"|missing|instead|the (?:issue|problem|cause|error|fix|reason)|root cause|turns out|caused by"
+                     r"|returns|expects?|was (?:not|never)|wasn'?t)\b|原因|因为|需要", re.I)
+
+
+@dataclass
+class Step:
+    """One tool call and (when seen) its result."""
+
+    call: int  # index of the message holding the call
+    name: str
+    target: str  # the command for shell tools, the file for file tools
+    result: int | None = None
+    failed: bool = False
+    output: str = ""
+
+    @property
+    def is_shell(self) -> bool:
+        return self.name.lower() in SHELL_TOOLS or (bool(self.target) and self.name.lower() not in EDIT_TOOLS
+                                                   and " " in self.target and not self.target.startswith("/"))
+
+    @property
+    def is_edit(self) -> bool:
+        return self.name.lower() in EDIT_TOOLS
+
+
+@dataclass
+class Chain:
+    failed: Step
+    passed: Step
+    error: str
+    fixes: list[str] = field(default_factory=list)
+    explanation: str = ""
+    checks: list[str] = field(default_factory=list)
+
+    @property
+    def command(self) -> str:
+        return short_command(self.failed.target, 70)
+
+
+def _calls_of(message: Message) -> list[dict]:
+    calls = getattr(message, "calls", None)
+    if calls:
+        return [c for c in calls if isinstance(c, dict)]
+    # Segments stored before tool calls were kept as fields: read them back from the text.
+    found = []
+    for match in re.finditer(r"\[tool call ([^\]]+)\] (\{.*?\})(?=\n\[tool call |\Z)", message.text, re.S):
+        name, raw = match.group(1), match.group(2)
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = {}
+        target = ""
+        if isinstance(data, dict):
+            target = str(data.get("command") or data.get("cmd") or data.get("file_path") or data.get("path") or "")
+        found.append({"id": "", "name": name, "target": target})
+    return found
+
+
+def steps_of(messages: list[Message]) -> list[Step]:
+    """Tool calls paired with their results: by id where the format keeps one, else in order."""
+    steps: list[Step] = []
+    by_id: dict[str, Step] = {}
+    waiting: list[Step] = []
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            for call in _calls_of(message):
+                step = Step(index, str(call.get("name") or "tool"), str(call.get("target") or ""))
+                steps.append(step)
+                waiting.append(step)
+                if call.get("id"):
+                    by_id[str(call["id"])] = step
+        elif message.is_tool_result:
+            ids = [i for i in getattr(message, "call_ids", None) or [] if i in by_id]
+            answered = [by_id[i] for i in ids] or ([waiting[0]] if waiting else [])
+            for step in answered:
+                if step.result is None:
+                    step.result, step.failed, step.output = index, is_error(message), message.text
+                if step in waiting:
+                    waiting.remove(step)
+    return steps
+
+
+def _clean_part(command: str) -> str:
+    command = re.sub(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+", "", command.strip())
+    command = re.sub(r"^(?:sudo|time|timeout\s+\d+\w?|nohup|exec)\s+", "", command)
+    command = re.sub(r"\$\(cat <<'?(\w+)'?.*", "…", command, flags=re.S)  # a heredoc commit message
+    return re.split(r"\s*\|\s*", command, maxsplit=1)[0]  # ``| head``: the output, not the command
+
+
+def _strip_shell(command: str) -> str:
+    """The part of a compound command that does the work: the last step of ``a && b`` that is not
+    a ``cd`` or a look (``cd app && npm test`` → ``npm test``; ``git add x && git commit`` → the
+    commit, which is what a pre-commit hook fails)."""
+    command = re.sub(r"\$\(cat <<'?(\w+)'?.*?\n\s*\1\s*\)", "…", command.strip(), flags=re.S)
+    command = re.sub(r"\$\(cat <<'?(\w+)'?.*", "…\"", command, flags=re.S)  # clipped before its end
+    parts = [_clean_part(p) for p in re.split(r"\s*(?:&&|;|\n)\s*", command) if p.strip()]
+    parts = [p for p in parts if p and not re.match(r"^(?:cd|export|source|\.)\s", p)]
+    if not parts:
+        return ""
+    doing = [p for p in parts if not _is_look_part(p)]
+    return (doing or parts)[-1]
+
+
+def _tokens(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def command_key(command: str) -> str:
+    """What a command does, without its arguments: ``git push``, ``npm run build``, ``pytest``."""
+    tokens = [t for t in _tokens(_strip_shell(command)) if not re.match(r"^\d?>&?\d?|^2>", t)]
+    if not tokens:
+        return ""
+    program = posixpath.basename(tokens[0])
+    if program in ("python", "python3", "uv", "poetry", "pipenv") and len(tokens) > 2 and tokens[1] in ("-m", "run"):
+        tokens = tokens[2:]
+        program = posixpath.basename(tokens[0])
+    if program in ("python", "python3") and len(tokens) > 1 and tokens[1].endswith(".py"):
+        program = posixpath.basename(tokens[1])
+        tokens = tokens[1:]
+    words = [program]
+    if program in _SUBCOMMAND_PROGRAMS:
+        rest = [t for t in tokens[1:] if not t.startswith("-")]
+        if rest:
+            words.append(rest[0])
+            if program in _RUN_PROGRAMS and rest[0] == "run" and len(rest) > 1:
+                words.append(rest[1])
+    return " ".join(words)
+
+
+def short_command(command: str, limit: int = 120) -> str:
+    text = normalise_space(_strip_shell(command))
+    text = re.sub(r"\s*2>&1\s*$", "", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_look(command: str) -> bool:
+    return _is_look_part(_strip_shell(command))
+
+
+def _is_verify(command: str) -> bool:
+    """Builds, tests and linters: they show whether the fix worked, they are not the fix."""
+    return bool(_VERIFY_RE.search(command_key(command)))
+
+
+def _is_look_part(part: str) -> bool:
+    tokens = _tokens(part)
+    if not tokens:
+        return True
+    program = posixpath.basename(tokens[0])
+    if program in _LOOK_PROGRAMS:
+        return True
+    rest = [t for t in tokens[1:] if not t.startswith("-") or t in ("--version", "-v", "-V")]
+    return bool(rest) and rest[0] in _LOOK_SUBCOMMANDS or bool(_VERSION_RE.search(" ".join(tokens[1:3])))
+
+
+def error_line(output: str) -> str:
+    """The line of a failing result that says what went wrong."""
+    lines = [line for line in output.replace("\\n", "\n").splitlines() if not _NOISE_LINE.match(line)]
+    cleaned = [re.sub(r"^\s*\[tool result(?: ERROR)?\]\s*(?:Exit code \d+\s*)?", "", line).strip() for line in lines]
+    cleaned = [line for line in cleaned if len(line) > 6 and not _MARKUP.search(line)]
+    for pattern in (ERROR_RE, _SPECIFIC_ERROR, _GENERIC_ERROR):
+        for line in cleaned:
+            if pattern.search(line):
+                return normalise_space(line)[:240]
+    # The call failed (exit code, error flag) without an error word: its first line says why.
+    return normalise_space(cleaned[0])[:240] if cleaned and len(cleaned[0].split()) >= 3 else ""
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z_][\w.:-]{3,}", text)}
+
+
+def _explanation(messages: list[Message], start: int, end: int, error: str = "") -> str:
+    """The agent's own account of the cause or fix between the failure and the pass: the
+    sentence with the most causal cues, preferring what the agent said aloud, said early, and
+    said about this error (words shared with the error line)."""
+    error_words = _words(error)
+    spoken = [m.text for m in messages[start:end] if m.role == "assistant" and not m.text.startswith("[tool call")]
+    visible = [t for t in spoken if not t.startswith("[thinking]")]
+    thinking = [t.removeprefix("[thinking]").strip() for t in spoken if t.startswith("[thinking]")]
+    best, best_score = "", 0
+    for group, weight in ((visible, 2), (thinking, 1)):
+        for order, text in enumerate(group):
+            for sentence in re.split(r"(?<=[.!?。])\s+|\n+", text):
+                sentence = sentence.strip(" -*:")
+                if len(sentence.split()) < 5 or _PLANNING.match(sentence):
+                    continue
+                cues = len(_CAUSAL.findall(sentence)) + len(EXPLAIN_RE.findall(sentence))
+                shared = len(error_words & _words(sentence))
+                score = cues * 10 + weight * 3 - min(order, 5) + (2 if "`" in sentence else 0) + 4 * min(shared, 3)
+                if cues and score > best_score:
+                    best, best_score = sentence, score
+    return truncate_tokens(normalise_space(best), 60) if best else ""
+
+
+def _string_field(text: str, name: str) -> str:
+    match = re.search(rf'"{name}":\s*"((?:[^"\\]|\\.)*)', text)
+    if not match:
+        return ""
+    try:
+        return json.loads(f'"{match.group(1)}"')
+    except ValueError:
+        return match.group(1).replace("\\n", "\n")
+
+
+def edit_gist(call_text: str) -> str:
+    """The line an edit added (new text not in the old), short: what the fix actually was."""
+    new = _string_field(call_text, "new_string") or _string_field(call_text, "content")
+    old = _string_field(call_text, "old_string")
+    before = {line.strip() for line in old.splitlines()}
+    for line in new.splitlines():
+        line = line.strip()
+        if len(line) >= 8 and line not in before and not line.startswith(("#", "//", "/*", "*", "--", "\"\"\"")):
+            return line if len(line) <= 100 else line[:99] + "…"
+    return ""
+
+
+def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Step) -> tuple[list[str], list[str]]:
+    fixes: list[str] = []
+    checks: list[str] = []
+    for step in steps:
+        if not failed.call < step.call < passed.call or step.failed:
+            continue
+        if step.is_edit and step.target:
+            gist = edit_gist(messages[step.call].text)
+            label = f"edited {posixpath.basename(step.target.rstrip('/'))}" + (f" (`{gist}`)" if gist else "")
+            if label not in fixes:
+                fixes.append(label)
+        elif step.is_shell and step.target:
+            if _VERSION_RE.search(step.target) and step.output:
+                seen = _VERSION_OUT.search(step.output)
+                if seen:
+                    checks.append(f"{short_command(step.target, 40)} → {seen.group(0)}")
+                continue
+            key = command_key(step.target)
+            if _is_look(step.target) or _is_verify(step.target) or key == command_key(failed.target):
+                continue
+            label = f"ran `{short_command(step.target)}`"
+            if label not in fixes:
+                fixes.append(label)
+    change = _command_change(failed.target, passed.target)
+    if change:
+        fixes.append(change)
+    return fixes[:6], checks[:4]
+
+
+def _command_change(failed: str, passed: str) -> str:
+    """How the passing run differs from the failing one: the flags or arguments added or
+    dropped, or the whole command when most of it changed."""
+    before, after = _tokens(_strip_shell(failed)), _tokens(_strip_shell(passed))
+    if before == after:
+        return ""
+    added = [t for t in after if t not in before]
+    dropped = [t for t in before if t not in after]
+    if 0 < len(added) + len(dropped) <= 6 and len(after) > 1:
+        parts = []
+        if added:
+            parts.append(f"with `{' '.join(added)}`")
+        if dropped:
+            parts.append(f"without `{' '.join(dropped)}`")
+        return f"ran `{command_key(passed)}` again {' and '.join(parts)}"
+    return f"then `{short_command(passed)}` passed"
+
+
+def chains_find(messages: list[Message]) -> list[Chain]:
+    """Each failing command paired with the later run of the same command that got past its error."""
+    steps = [s for s in steps_of(messages) if s.result is not None]
+    chains: list[Chain] = []
+    used: set[int] = set()
+    for position, step in enumerate(steps):
+        if not step.failed or not step.is_shell or step.call in used:
+            continue
+        if REJECTED_RE.search(step.output) or _MECHANICS.search(step.output[:300]):
+            continue
+        key = command_key(step.target)
+        error = error_line(step.output)
+        if not key or not error:
+            continue
+        for later in steps[position + 1 :]:
+            if not later.is_shell or command_key(later.target) != key:
+                continue
+            if later.failed and error_line(later.output) == error:
+                used.add(later.call)  # the same error again: keep looking for the run that got past it
+                continue
+            fixes, checks = _fixes(messages, steps, step, later)
+            if not fixes:
+                break  # passed again with nothing changed: a flaky step, not a lesson
+            explanation = _explanation(messages, step.result or step.call, later.call, error)
+            chains.append(Chain(step, later, error, fixes, explanation, checks))
+            break
+    return chains
+
+
+def chain_context(chain: Chain) -> str:
+    parts = [f"running `{chain.command}`"]
+    if chain.checks:
+        parts.append("seen: " + "; ".join(chain.checks))
+    return ", ".join(parts)
+
+
+def chain_resolution(chain: Chain) -> str:
+    steps = "; ".join(chain.fixes)
+    if chain.explanation:
+        return f"{chain.explanation.rstrip('.:')}. Fix: {steps}."
+    return f"Fix: {steps}."
+
+
+def chain_content(chain: Chain) -> str:
+    return first_sentence(f"`{chain.command}` failed with: {chain.error}", min_words=3)[:300]
