@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.db.models import Case, Count, IntegerField, Value, When
 from django.http import HttpRequest, HttpResponse
@@ -110,19 +111,28 @@ class GroupedCountFilter(admin.ChoicesFieldListFilter):
                 for i, (value, _) in enumerate(self.field.flatchoices)}
 
 
+TOP_TAGS_KEY = "memories:admin:top-tags"
+
+
+def _top_tags() -> list[str]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT tag, count(*) FROM {Memory._meta.db_table}, unnest(tags) AS tag "
+            "WHERE status = 'active' GROUP BY tag ORDER BY count(*) DESC, tag LIMIT 20"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
 class TagFilter(WithoutCounts, admin.SimpleListFilter):
     title = "tag"
     parameter_name = "tag"
 
     def lookups(self, request, model_admin):
-        from django.db import connection
-
-        with connection.cursor() as cursor:  # the 20 commonest tags of active memories
-            cursor.execute(
-                f"SELECT tag, count(*) FROM {Memory._meta.db_table}, unnest(tags) AS tag "
-                "WHERE status = 'active' GROUP BY tag ORDER BY count(*) DESC, tag LIMIT 20"
-            )
-            tags = [row[0] for row in cursor.fetchall()]
+        # The 20 commonest tags of active memories: an unnest over every row (~80 ms at 100k), so
+        # kept for five minutes; a chosen tag outside the list is added below.
+        tags = list(cache.get_or_set(TOP_TAGS_KEY, _top_tags, 300))
         chosen = self.value()
         if chosen and chosen not in tags:
             tags.append(chosen)

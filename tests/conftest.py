@@ -75,6 +75,17 @@ def dashscope_llm(settings, fake_llm_server):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_django_cache():
+    """Each test's database starts empty, so what the pages cache about it (the memory list's
+    tag choices) must too."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_embedding_space_check():
     """Each test's database starts empty, so the per-process 'verified' flag must too."""
     from memories.services import embedding_space_forget
