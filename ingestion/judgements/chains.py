@@ -12,6 +12,7 @@ mechanics (an edit whose old text was not found) and re-runs that pass with noth
 
 from __future__ import annotations
 
+import difflib
 import json
 import posixpath
 import re
@@ -140,13 +141,33 @@ def _clean_part(command: str) -> str:
     return re.split(r"\s*\|\s*", command, maxsplit=1)[0]  # ``| head``: the output, not the command
 
 
+def _split_unquoted(command: str) -> list[str]:
+    """``a && b; c`` → its steps, leaving separators inside quotes alone."""
+    parts, current, quote, i = [], [], "", 0
+    while i < len(command):
+        char = command[i]
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif command.startswith("&&", i) or command.startswith("||", i) or char in ";\n":
+            parts.append("".join(current))
+            current = []
+            i += 2 if char in "&|" else 1
+            continue
+        current.append(char)
+        i += 1
+    parts.append("".join(current))
+    return [p.strip() for p in parts]
+
+
 def _strip_shell(command: str) -> str:
     """The part of a compound command that does the work: the last step of ``a && b`` that is not
     a ``cd`` or a look (``cd app && npm test`` → ``npm test``; ``git add x && git commit`` → the
     commit, which is what a pre-commit hook fails)."""
     command = re.sub(r"\$\(cat <<'?(\w+)'?.*?\n\s*\1\s*\)", "…", command.strip(), flags=re.S)
     command = re.sub(r"\$\(cat <<'?(\w+)'?.*", "…\"", command, flags=re.S)  # clipped before its end
-    parts = [_clean_part(p) for p in re.split(r"\s*(?:&&|;|\n)\s*", command) if p.strip()]
+    parts = [_clean_part(p) for p in _split_unquoted(command) if p.strip()]
     parts = [p for p in parts if p and not re.match(r"^(?:cd|export|source|\.)\s", p)]
     if not parts:
         return ""
@@ -209,15 +230,30 @@ def _is_look_part(part: str) -> bool:
     return bool(rest) and rest[0] in _LOOK_SUBCOMMANDS or bool(_VERSION_RE.search(" ".join(tokens[1:3])))
 
 
+def _specificity(line: str) -> int:
+    """How much an error line names: an error code or class, a module or file, some words beyond
+    a tool's prefix (``npm ERR!`` on its own says nothing)."""
+    body = re.sub(r"^\s*(?:npm ERR!|error:|ERROR:?|E\s|#\d+ ERROR:?)\s*", "", line)
+    body = re.sub(r"^(?:[Ee]xit (?:code|status) \d+|errno \d+|code \w+)$", "", body.strip())
+    score = min(len(body.split()), 12)
+    if re.search(r"\b[A-Z][A-Z0-9_]{4,}\b|\b\w+(?:Error|Exception)\b", line):
+        score += 6
+    if re.search(r"[\w./-]+\.\w{1,5}\b|`[^`]+`|'[^']+'|\"[^\"]+\"", line):
+        score += 3
+    return score - (8 if len(body.split()) < 3 else 0)
+
+
 def error_line(output: str) -> str:
     """The line of a failing result that says what went wrong."""
     lines = [line for line in output.replace("\\n", "\n").splitlines() if not _NOISE_LINE.match(line)]
     cleaned = [re.sub(r"^\s*\[tool result(?: ERROR)?\]\s*(?:Exit code \d+\s*)?", "", line).strip() for line in lines]
     cleaned = [line for line in cleaned if len(line) > 6 and not _MARKUP.search(line)]
-    for pattern in (ERROR_RE, _SPECIFIC_ERROR, _GENERIC_ERROR):
-        for line in cleaned:
-            if pattern.search(line):
-                return normalise_space(line)[:240]
+    candidates = [line for line in cleaned if ERROR_RE.search(line) or _SPECIFIC_ERROR.search(line)
+                  or _GENERIC_ERROR.search(line)][:12]
+    if candidates:
+        best = max(candidates, key=lambda line: _specificity(line) + (4 if ERROR_RE.search(line) else 0)
+                   + (2 if _SPECIFIC_ERROR.search(line) else 0))
+        return normalise_space(best)[:240]
     # The call failed (exit code, error flag) without an error word: its first line says why.
     return normalise_space(cleaned[0])[:240] if cleaned and len(cleaned[0].split()) >= 3 else ""
 
@@ -283,7 +319,7 @@ def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Ste
             if label not in fixes:
                 fixes.append(label)
         elif step.is_shell and step.target:
-            if _VERSION_RE.search(step.target) and step.output:
+            if _VERSION_RE.search(_strip_shell(step.target)) and step.output:
                 seen = _VERSION_OUT.search(step.output)
                 if seen:
                     checks.append(f"{short_command(step.target, 40)} → {seen.group(0)}")
@@ -300,10 +336,23 @@ def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Ste
     return fixes[:6], checks[:4]
 
 
+def _typo(error: str, fixes: list[str]) -> bool:
+    """The error names a word the fix spells differently by a letter or two (``buider`` →
+    ``builder``): a slip of the keyboard, not something another agent needs to know."""
+    named = {w for w in re.findall(r"[A-Za-z_][\w-]{4,}", error)}
+    written = {w for w in re.findall(r"[A-Za-z_][\w-]{4,}", " ".join(fixes))} - named
+    pairs = ((a.lower(), b.lower()) for a in named for b in written if abs(len(a) - len(b)) <= 2)
+    return any(a not in b and b not in a and difflib.SequenceMatcher(None, a, b).ratio() >= 0.85 for a, b in pairs)
+
+
+def _arguments(command: str) -> list[str]:
+    return [t for t in _tokens(_strip_shell(command)) if not re.match(r"^\d?>&?\d?$|^\d?>>?$|^2>", t)]
+
+
 def _command_change(failed: str, passed: str) -> str:
     """How the passing run differs from the failing one: the flags or arguments added or
     dropped, or the whole command when most of it changed."""
-    before, after = _tokens(_strip_shell(failed)), _tokens(_strip_shell(passed))
+    before, after = _arguments(failed), _arguments(passed)
     if before == after:
         return ""
     added = [t for t in after if t not in before]
@@ -339,8 +388,8 @@ def chains_find(messages: list[Message]) -> list[Chain]:
                 used.add(later.call)  # the same error again: keep looking for the run that got past it
                 continue
             fixes, checks = _fixes(messages, steps, step, later)
-            if not fixes:
-                break  # passed again with nothing changed: a flaky step, not a lesson
+            if not fixes or _typo(error, fixes):
+                break  # passed with nothing changed (flaky), or a misspelling put right: no lesson
             explanation = _explanation(messages, step.result or step.call, later.call, error)
             chains.append(Chain(step, later, error, fixes, explanation, checks))
             break
@@ -362,4 +411,4 @@ def chain_resolution(chain: Chain) -> str:
 
 
 def chain_content(chain: Chain) -> str:
-    return first_sentence(f"`{chain.command}` failed with: {chain.error}", min_words=3)[:300]
+    return f"`{chain.command}` failed with: {first_sentence(chain.error, min_words=3)}"[:300]

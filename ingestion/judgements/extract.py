@@ -89,7 +89,7 @@ def extract_offline(messages: list[Message], *, topic: str, task_type: str) -> l
     how-to steps, corrections, stated rules."""
     tags = ["trajectory", f"type:{task_type}"]
     chains = chains_find(messages)[:MAX_CHAINS] if steps_of(messages) else []
-    if chains:
+    if steps_of(messages):
         found = [Extracted(chain_content(chain), chain_context(chain), chain_resolution(chain),
                            0.75 if chain.explanation else 0.65, tags, "error") for chain in chains]
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingestion.judgements.chains import edit_gist, short_command, steps_of
+from ingestion.judgements.chains import chains_find, edit_gist, short_command, steps_of
 from ingestion.judgements.cues import CORRECTION_RE, ERROR_RE, PREFERENCE_RE, is_error
 from ingestion.parsing import Message
 from ingestion.segmentation import is_goal
@@ -28,6 +28,10 @@ NOT_DONE_RE = re.compile(r"\b(?:still|doesn'?t|does not|didn'?t|did not|not work
                          r"|还是|不行|报错", re.I)
 _ANSWERED = re.compile(r'User has answered your questions?:\s*(?P<pairs>.+)', re.S)
 _PAIR = re.compile(r'"(?P<question>[^"]{3,400})"\s*=\s*"(?P<answer>[^"]{1,400})"')
+_REQUEST_RE = re.compile(r"\?|^\W*(?:can|could|would|will) you\b|\b(?:please|how (?:do|can|to)|i want|i need|let'?s|make|"
+                         r"add|set up|setup|fix|shrink|speed up|create|write|configure|migrate|upgrade)\b", re.I)
+_BROKEN_RE = re.compile(r"\b(?:fail\w*|error\w*|broken|crash\w*|doesn'?t work|not working|won'?t|can'?t)\b", re.I)
+_ANSWER_RE = re.compile(r"^\W*(?:yes|yeah|yep|no|nope|sure|go ahead|do it|option|the (?:first|second))\b", re.I)
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(?P<item>.+)$")
 _LOOK = re.compile(r"^(?:ls|cat|head|tail|grep|rg|find|pwd|echo|which|git (?:status|log|diff|show)|docker (?:images|ps)"
                    r"|\S+ --version)\b")
@@ -61,7 +65,7 @@ def _listed_steps(text: str) -> list[str]:
         if match:
             item = re.sub(r"\*\*|__", "", match.group("item")).strip()
             if len(item.split()) >= 2:
-                items.append(truncate_tokens(normalise_space(item), 40))
+                items.append(truncate_tokens(normalise_space(item), 60))
     return items
 
 
@@ -147,10 +151,12 @@ def lessons_find(messages: list[Message]) -> list[Lesson]:
         if rules:
             found.extend(Lesson("preference", truncate_tokens(rule, 60), "", "", 0.6) for rule in rules[:2])
         if position > 0 and CONFIRM_RE.match(text) and not NOT_DONE_RE.search(text[:80]):
-            goal = turns[position - 1]
-            while goal in turns and CONFIRM_RE.match(messages[goal].text) and goal != turns[0]:
-                goal = turns[turns.index(goal) - 1]
-            lesson = howto_find(messages, goal, index)
+            requests = [t for t in turns[:position] if _REQUEST_RE.search(messages[t].text)
+                        and not CONFIRM_RE.match(messages[t].text) and not _ANSWER_RE.match(messages[t].text)]
+            if not requests or (_BROKEN_RE.search(messages[requests[-1]].text)
+                                and chains_find(messages[requests[-1] : index])):
+                continue  # no request to confirm, or a repair (its error chain is that memory)
+            lesson = howto_find(messages, requests[-1], index)
             if lesson is not None:
                 found.append(lesson)
     found.extend(_question_answers(messages))

@@ -1,0 +1,125 @@
+"""What the offline pipeline learns from a session: error → fix chains, confirmed how-to steps,
+corrections and rules, scored from evidence; and where it cuts a session into tasks.
+
+The sessions are the hand-written set in tests/data/sessions_written (Claude Code and OpenAI chat
+shapes, labelled independently of this code); the two first-user stories of issue 14 are
+``cc01`` (a build failing on ``node:fs/promises`` under Node 12, fixed by Node 20) and ``cc02``
+(shrinking a Docker image, confirmed by the user)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ingestion import services
+from ingestion.judgements.chains import chains_find, command_key, error_line
+from ingestion.judgements.lessons import lessons_find
+from ingestion.judgements.score import score_offline
+from ingestion.models import SegmentMemory
+from ingestion.parsing import Message, parse_jsonl
+from ingestion.segmentation import agent_boundaries
+from memories.models import MemoryType
+
+WRITTEN = Path(__file__).resolve().parent.parent / "data" / "sessions_written"
+
+
+def _messages(name: str) -> list[Message]:
+    return parse_jsonl((WRITTEN / name).read_bytes()).messages
+
+
+def _learned(agent, name: str) -> list:
+    _, [result] = services.files_ingest(agent=agent, files=[(name, (WRITTEN / name).read_bytes())])
+    services.session_process(session_id=result.session_id)
+    links = SegmentMemory.objects.filter(segment__session_id=result.session_id).select_related("memory")
+    return [link.memory for link in links]
+
+
+@pytest.mark.django_db
+def test_a_build_fixed_by_upgrading_node_becomes_an_error_memory_with_its_fix(agent):
+    memories = _learned(agent, "cc01_node_fs_promises.jsonl")
+    errors = [m for m in memories if m.memory_type == MemoryType.ERROR and "node:fs/promises" in m.content]
+    assert len(errors) == 1
+    memory = errors[0]
+    assert "npm run build" in memory.content and "ERR_UNKNOWN_BUILTIN_MODULE" in memory.content
+    assert "nvm install 20" in memory.resolution and "v12" in memory.resolution  # the fix and the cause
+
+
+@pytest.mark.django_db
+def test_a_confirmed_how_to_becomes_a_pattern_with_the_steps_that_worked(agent):
+    memories = _learned(agent, "cc02_docker_slim.jsonl")
+    patterns = [m for m in memories if m.memory_type == MemoryType.PATTERN and "shrink" in m.content]
+    assert len(patterns) == 1
+    assert "multi-stage" in patterns[0].resolution and "slim" in patterns[0].resolution
+    assert "confirmed by the user" in patterns[0].context
+
+
+def test_a_correction_and_a_rule_from_the_user_are_kept_with_their_types():
+    lessons = lessons_find(_messages("cc03_pip_venv_correction.jsonl"))
+    corrections = [lesson for lesson in lessons if lesson.memory_type == "correction"]
+    assert any("venv" in lesson.content and "sudo pip" in lesson.content for lesson in corrections)
+
+
+def test_a_flaky_rerun_and_a_typo_teach_nothing():
+    flaky = [Message("assistant", '[tool call Bash] {"command": "go test ./..."}', 1,
+                     calls=[{"id": "a", "name": "Bash", "target": "go test ./..."}]),
+             Message("user", "[tool result ERROR] --- FAIL: TestShutdown (5.00s) timeout waiting", 2,
+                     is_tool_result=True, is_error=True, call_ids=["a"]),
+             Message("assistant", '[tool call Bash] {"command": "go test ./..."}', 3,
+                     calls=[{"id": "b", "name": "Bash", "target": "go test ./..."}]),
+             Message("user", "[tool result] ok  example.com/app 0.3s", 4, is_tool_result=True, call_ids=["b"])]
+    assert chains_find(flaky) == []
+    typo = [Message("assistant", "[tool call Bash]", 1, calls=[{"id": "a", "name": "Bash", "target": "docker build ."}]),
+            Message("user", "[tool result ERROR] ERROR: pull access denied for buider, repository does not exist", 2,
+                    is_tool_result=True, is_error=True, call_ids=["a"]),
+            Message("assistant", '[tool call Edit] {"file_path": "Dockerfile", "old_string": "FROM buider", '
+                                 '"new_string": "COPY --from=builder /app /app"}', 3,
+                    calls=[{"id": "b", "name": "Edit", "target": "Dockerfile"}]),
+            Message("user", "[tool result] updated", 4, is_tool_result=True, call_ids=["b"]),
+            Message("assistant", "[tool call Bash]", 5, calls=[{"id": "c", "name": "Bash", "target": "docker build ."}]),
+            Message("user", "[tool result] Successfully built 3f2a", 6, is_tool_result=True, call_ids=["c"])]
+    assert chains_find(typo) == []
+
+
+def test_commands_are_compared_by_what_they_do():
+    assert command_key("cd app && npm run build 2>&1 | tail -20") == "npm run build"
+    assert command_key("git add a.py && git commit -m \"$(cat <<'EOF'\nfix; it\nEOF\n)\"") == "git commit"
+    assert command_key("python -m pytest -q tests/x.py") == "pytest"
+    assert command_key("docker run img python -c 'import a; print(1)'") == "docker run"
+
+
+def test_the_error_line_is_the_one_that_names_the_problem():
+    output = "Exit code 1\nnpm ERR! code ELIFECYCLE\nError [ERR_UNKNOWN_BUILTIN_MODULE]: No such built-in module: x\nnpm ERR!"
+    assert error_line(output).startswith("Error [ERR_UNKNOWN_BUILTIN_MODULE]")
+
+
+def test_scores_come_from_evidence_not_length():
+    fixed = score_offline(_messages("cc01_node_fs_promises.jsonl")[:40])
+    chatter = [Message("user", "tell me about your day", 1)] + [
+        Message("assistant" if i % 2 else "user", "a long and friendly chat " * 40, i) for i in range(2, 60)]
+    assert fixed.score >= 0.7 and "error" in " ".join(fixed.reasons)
+    assert score_offline(chatter).score < 0.3
+
+
+def test_the_agent_s_own_move_to_the_next_task_is_a_boundary():
+    def call(i: int, command: str) -> list[Message]:
+        return [Message("assistant", f"[tool call Bash] {command}", i, calls=[{"id": str(i), "name": "Bash",
+                                                                                "target": command}]),
+                Message("user", "[tool result] ok", i + 1, is_tool_result=True, call_ids=[str(i)])]
+
+    messages = [Message("user", "work through the open issues", 1)]
+    for line in range(2, 14, 2):
+        messages += call(line, f"pytest tests/test_{line}.py")
+    messages += call(20, "git commit -m 'first issue'") + call(22, "git push")
+    messages.append(Message("assistant", "Pushed. Now the second issue: the flaky importer.", 24))
+    cuts = agent_boundaries(messages)
+    assert [messages[c].line for c in cuts] == [24]
+
+
+@pytest.mark.skipif(not (WRITTEN / "boundaries.jsonl").exists(), reason="labelled set absent")
+def test_the_labelled_sets_are_consistent():
+    boundaries = [json.loads(line) for line in (WRITTEN / "boundaries.jsonl").read_text().splitlines() if line]
+    lessons = [json.loads(line) for line in (WRITTEN / "lessons.jsonl").read_text().splitlines() if line]
+    assert sum(len(b["tasks"]) - 1 for b in boundaries) >= 40 and len(lessons) >= 40
+    assert all((WRITTEN / b["file"]).exists() for b in boundaries)
