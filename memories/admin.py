@@ -132,7 +132,7 @@ class TagFilter(WithoutCounts, admin.SimpleListFilter):
     def lookups(self, request, model_admin):
         # The 20 commonest tags of active memories: an unnest over every row (~80 ms at 100k), so
         # kept for five minutes; a chosen tag outside the list is added below.
-        tags = list(cache.get_or_set(TOP_TAGS_KEY, _top_tags, 300))
+        tags = list(cache.get_or_set(TOP_TAGS_KEY, _top_tags, 300) or [])
         chosen = self.value()
         if chosen and chosen not in tags:
             tags.append(chosen)

@@ -143,7 +143,9 @@ def _clean_part(command: str) -> str:
 
 def _split_unquoted(command: str) -> list[str]:
     """``a && b; c`` → its steps, leaving separators inside quotes alone."""
-    parts, current, quote, i = [], [], "", 0
+    parts: list[str] = []
+    current: list[str] = []
+    quote, i = "", 0
     while i < len(command):
         char = command[i]
         if quote:
