@@ -78,14 +78,15 @@ def _rows(data: bytes) -> tuple[list[tuple[int, Any]], Counter]:
     return rows, malformed
 
 
-def _describe(rows: list[tuple[int, Any]], malformed: Counter, text: str | None, name: str) -> str:
+def _describe(rows: list[tuple[int, Any]], malformed: Counter, data: bytes, name: str) -> str:
     if rows:
         first = next((row for _, row in rows if isinstance(row, dict)), None)
         count = f"{len(rows)} JSON line{'s' if len(rows) != 1 else ''}"
         if first is None:
             return f"{count}, not an object" if len(rows) == 1 else f"{count}, none of them an object"
         return f"{count} whose first object has keys {_keys(first)}"
-    if text is None or malformed.get("binary data"):
+    text = _decode(data)
+    if text is None:
         return "binary or non-UTF-8 data"
     if name.lower().endswith(".md"):
         return "Markdown without Aider's chat markers ('# aider chat started at', '#### ' user lines)"
@@ -93,11 +94,11 @@ def _describe(rows: list[tuple[int, Any]], malformed: Counter, text: str | None,
     return f"text that is not JSON (first line: {first_line[:80]!r})"
 
 
-def _from_rows(rows: list[tuple[int, Any]], malformed: Counter, lines: int, text: str | None,
+def _from_rows(rows: list[tuple[int, Any]], malformed: Counter, lines: int, data: bytes,
                name: str) -> ParsedSession:
     counts = Counter(f for f in (_row_format(row) for _, row in rows) if f)
     if not counts:
-        return _unknown(_describe(rows, malformed, text, name), lines, malformed)
+        return _unknown(_describe(rows, malformed, data, name), lines, malformed)
     fmt = max(counts, key=lambda f: (counts[f], _PRIORITY[f]))
     if fmt == "chat":
         out, fmt = chat.parse(rows)
@@ -117,9 +118,9 @@ def _from_document(doc: Any, lines: int, name: str) -> ParsedSession:
     if events is not None:
         return _done(openhands.parse(list(enumerate(events, 1))), "openhands", lines)
     if isinstance(doc, list):  # a whole-file array of rows
-        return _from_rows(list(enumerate(doc, 1)), Counter(), lines, None, name)
+        return _from_rows(list(enumerate(doc, 1)), Counter(), lines, b"", name)
     if _row_format(doc):  # a one-row file
-        return _from_rows([(1, doc)], Counter(), lines, None, name)
+        return _from_rows([(1, doc)], Counter(), lines, b"", name)
     return _unknown(f"a JSON object with keys {_keys(doc)}", lines)
 
 
@@ -131,6 +132,22 @@ def _decode(data: bytes) -> str | None:
     return None if "\x00" in text else text
 
 
+def _one_document(body: bytes) -> Any:
+    """The file as one JSON document, or _MISSING for JSON lines (a first line that is a whole
+    JSON value with more after it: not worth decoding the whole file to find out) and broken JSON."""
+    first, _, rest = body.lstrip().partition(b"\n")
+    if rest.strip():
+        try:
+            json.loads(first)
+            return _MISSING
+        except (ValueError, RecursionError):
+            pass
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):  # broken JSON, or not UTF-8: read line by line
+        return _MISSING
+
+
 def parse_session(data: bytes, name: str = "") -> ParsedSession:
     """Parse a session file in any supported format, detected from its content; ``name`` (the
     file's name, when known) only sharpens the reason given for a file that is in none."""
@@ -138,18 +155,16 @@ def parse_session(data: bytes, name: str = "") -> ParsedSession:
     if not data.strip():
         return ParsedSession([], lines, Counter(), 0, "", "empty file")
     body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
-    text = _decode(body)
-    if text is not None and body.lstrip()[:1] in (b"[", b"{"):
-        try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError):  # JSON lines, or broken JSON: read line by line
-            doc = _MISSING
+    if body.lstrip()[:1] in (b"[", b"{"):
+        doc = _one_document(body)
         if doc is not _MISSING:
             return _from_document(doc, lines, name)
-    if text is not None and aider.claims(text):
-        return _done(aider.parse(text), "aider", lines)
+    else:
+        text = _decode(body)
+        if text is not None and aider.claims(text):
+            return _done(aider.parse(text), "aider", lines)
     rows, malformed = _rows(body)
-    return _from_rows(rows, malformed, lines, text, name)
+    return _from_rows(rows, malformed, lines, body, name)
 
 
 def looks_like_session(head: bytes) -> bool:
