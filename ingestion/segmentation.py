@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from ingestion.judgements.chains import Step, command_key, short_command, steps_of
+from ingestion.judgements.chains import Step, steps_of
+from ingestion.judgements.commands import command_key, short_command
 from ingestion.parsing import Message
 from memories.providers.embeddings import get_embedder
 from memories.providers.llm import InvalidReply, LLMError, get_llm

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingestion.judgements.chains import chains_find, edit_gist, short_command, steps_of
+from ingestion.judgements.chains import chains_find, edit_gist, steps_of
+from ingestion.judgements.commands import short_command
 from ingestion.judgements.cues import CORRECTION_RE, ERROR_RE, PREFERENCE_RE, is_error
 from ingestion.parsing import Message
 from ingestion.segmentation import is_goal

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingestion.judgements.chains import chains_find, command_key, steps_of
+from ingestion.judgements.chains import chains_find, steps_of
+from ingestion.judgements.commands import command_key
 from ingestion.judgements.cues import (
     CODING_TOOLS,
     CONFIG_RE,

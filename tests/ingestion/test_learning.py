@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ingestion import services
-from ingestion.judgements.chains import chains_find, command_key, error_line
+from ingestion.judgements.chains import chains_find, error_line
+from ingestion.judgements.commands import command_key
 from ingestion.judgements.lessons import lessons_find
 from ingestion.judgements.score import score_offline
 from ingestion.models import SegmentMemory

@@ -268,7 +268,7 @@ def test_a_wrong_file_is_named_beside_the_field(admin_client_role, agent):
     response = admin_client_role.post(reverse("admin:ingestion_ingestjob_upload"), {
         "agent": agent.pk, "session_files": [SimpleUploadedFile("notes.txt", b"hello")]})
     assert response.status_code == 200
-    assert "notes.txt: only .jsonl session files are ingested" in response.content.decode()
+    assert "notes.txt: only .jsonl, .json, .traj or .md session files are ingested" in response.content.decode()
     assert not IngestJob.objects.exists()
 
 

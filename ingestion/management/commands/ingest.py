@@ -10,7 +10,8 @@ from ingestion import services
 
 
 class Command(BaseCommand):
-    help = "Ingest .jsonl session files or directories (admins, at the console) for an agent."
+    help = ("Ingest session files (.jsonl, .json, .traj, .md) or directories (admins, at the console) "
+            "for an agent.")
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+")
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         except services.IngestError as exc:
             raise CommandError(exc.message) from None
         if not collected:
-            raise CommandError("no .jsonl files found")
+            raise CommandError("no session files found (.jsonl, .traj, .aider.chat.history.md, or .json that holds a session)")
         results = []
         for identity, path in tqdm(collected, desc="ingesting", unit="file", disable=None):
             _, [result] = services.files_ingest(agent=owner, files=[(identity, path.read_bytes())])
