@@ -22,7 +22,7 @@ from memories.selectors.keywords import (
     selective_terms,
 )
 from memories.selectors.records import memory_details, memory_list, memory_stats
-from memories.selectors.search import SEARCH_MODES, SearchHit, memory_search
+from memories.selectors.search import SEARCH_MODES, SearchHit, memory_search, query_embedding_text
 from memories.selectors.space import embedding_column_dimensions, embedding_space_get
 
 __all__ = [
@@ -44,5 +44,6 @@ __all__ = [
     "memory_pairs_near_duplicate",
     "memory_search",
     "memory_stats",
+    "query_embedding_text",
     "selective_terms",
 ]

@@ -1,9 +1,11 @@
 """The keyword side of search: the query's lexemes as PostgreSQL makes them, which of them are
-selective enough to pick matches, and the tsquery built from them."""
+selective enough to pick matches, the tsquery built from them, and what each one weighs."""
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
@@ -30,7 +32,26 @@ def keyword_terms(text: str, *, limit: int = 10) -> list[str]:
 # (and the tails of contractions: you're, I've, we'll).
 _EXTRA_STOPWORDS = ["yes", "could", "would", "may", "might", "shall", "must", "also", "let", "re", "ve", "ll"]
 _STATS_TTL = 300.0
-_stats_cache: dict[str, tuple[float, dict[str, float]]] = {}
+# The planner's own guess for a lexeme missing from the statistics (tsquery_opr_selec): half the
+# least frequent listed lexeme, and never more than this share of the rows.
+_UNLISTED_SHARE_MAX = 0.005
+
+
+@dataclass(frozen=True)
+class LexemeStats:
+    """Estimated document frequencies of the full-text column: ``counts`` for the most common
+    lexemes, ``unlisted`` for any other, out of ``rows`` memories (all zero before ANALYZE)."""
+
+    counts: dict[str, float]
+    unlisted: float
+    rows: float
+
+    def count(self, term: str) -> float:
+        return self.counts.get(term, self.unlisted)
+
+
+_NO_STATS = LexemeStats({}, 0.0, 0.0)
+_stats_cache: dict[str, tuple[float, LexemeStats]] = {}
 
 
 def lexeme_counts_forget() -> None:
@@ -38,11 +59,11 @@ def lexeme_counts_forget() -> None:
     _stats_cache.clear()
 
 
-def lexeme_counts() -> dict[str, float]:
-    """Estimated number of memories containing each of the most common lexemes, from the
-    planner's statistics on the full-text column (``pg_stats`` × the table's row estimate,
-    refreshed by ANALYZE/autovacuum); cached per process for a few minutes. Empty before the
-    table has been analysed."""
+def lexeme_stats() -> LexemeStats:
+    """Estimated number of memories containing each lexeme, from the planner's statistics on
+    the full-text column (``pg_stats`` × the table's row estimate, refreshed by
+    ANALYZE/autovacuum); cached per process for a few minutes. Empty before the table has been
+    analysed."""
     key = connection.settings_dict["NAME"]
     cached = _stats_cache.get(key)
     if cached is not None and time.monotonic() - cached[0] < _STATS_TTL:
@@ -56,12 +77,40 @@ def lexeme_counts() -> dict[str, float]:
             [Memory._meta.db_table],
         )
         row = cursor.fetchone()
-    counts: dict[str, float] = {}
+    stats = _NO_STATS
     if row and row[0] and row[2] and row[2] > 0:
-        # The frequency array ends with three summary figures: zip stops at the last element.
-        counts = {lexeme: freq * row[2] for lexeme, freq in zip(row[0], row[1], strict=False)}
-    _stats_cache[key] = (time.monotonic(), counts)
-    return counts
+        lexemes, freqs, rows = row[0], row[1], float(row[2])
+        # For a tsvector the frequencies are followed by the least and the greatest of them.
+        least = freqs[len(lexemes)] if len(freqs) > len(lexemes) else min(freqs)
+        stats = LexemeStats(
+            counts={lexeme: freq * rows for lexeme, freq in zip(lexemes, freqs, strict=False)},
+            unlisted=min(least / 2, _UNLISTED_SHARE_MAX) * rows,
+            rows=rows,
+        )
+    _stats_cache[key] = (time.monotonic(), stats)
+    return stats
+
+
+def lexeme_counts() -> dict[str, float]:
+    """Estimated number of memories containing each of the most common lexemes (see
+    :func:`lexeme_stats`)."""
+    return lexeme_stats().counts
+
+
+def term_weights(terms: list[str]) -> list[float]:
+    """Each term's weight in the keyword ranking: its inverse document frequency as BM25 has it,
+    ln(1 + (N − n + 0.5) / (n + 0.5)) with the planner's estimates of n and N, so a rare word
+    counts for more than a common one. Every term weighs 1 before the table has statistics."""
+    if not terms:
+        return []
+    stats = lexeme_stats()
+    if stats.rows <= 0:
+        return [1.0 for _ in terms]
+    weights = []
+    for term in terms:
+        n = min(stats.count(term), stats.rows)
+        weights.append(math.log(1 + (stats.rows - n + 0.5) / (n + 0.5)))
+    return weights
 
 
 def selective_terms(terms: list[str]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,7 +12,13 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from memories.models import Memory, MemoryType, Tier
-from memories.selectors.keywords import keyword_query, keyword_terms, lexeme_quote, selective_terms
+from memories.selectors.keywords import (
+    keyword_query,
+    keyword_terms,
+    lexeme_quote,
+    selective_terms,
+    term_weights,
+)
 from memories.vectors import vector_literal
 
 
@@ -33,6 +40,19 @@ class SearchHit:
 
 SEARCH_MODES = ("semantic", "keyword", "hybrid")
 RRF_K = 60
+
+# Redaction's placeholders for who someone is (a person's name, a user name).
+_IDENTITY_TAGS = re.compile(r"<(?:PERSON|USER)>")
+
+
+def query_embedding_text(text: str) -> str:
+    """The text of a (redacted) query that is embedded for the vector side: without the
+    placeholders that stand for a person. A name says who, never what; left in, the placeholder
+    pulls the query towards memories full of names (greetings, people addressed by name).
+    The keyword side never sees them: PostgreSQL's parser drops them as tags."""
+    stripped = " ".join(_IDENTITY_TAGS.sub(" ", text).split())
+    return stripped if any(ch.isalnum() for ch in stripped) else text
+
 
 # The tier and hotness factors of the score (docs/flow.md#search), as SQL over a row's tier and last hit.
 _FACTORS = """
@@ -56,11 +76,10 @@ semantic AS (
 _KEYWORD_CTE = """
 keyword AS (
     SELECT id, row_number() OVER (ORDER BY relevance * factor DESC, id) AS rank FROM (
-        SELECT id, ts_rank_cd(search_vector, %(rankquery)s::tsquery, 32) AS relevance,
-               {factors} AS factor
+        SELECT id, {relevance} AS relevance, {factors} AS factor
         FROM (
             -- at most this many matches are ranked: a bound on the work, whatever the query
-            SELECT id, search_vector, tier, last_hit_at, created_at FROM {table}
+            SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
             WHERE {where} AND search_vector @@ %(tsquery)s::tsquery
             LIMIT %(keyword_cap)s
         ) capped
@@ -105,9 +124,19 @@ def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str
     return " AND ".join(where), params
 
 
-def search_sql(*, mode: str, condition: str, keyword: bool) -> str:
+def _keyword_relevance(terms: int) -> str:
+    """A keyword match's relevance: the weights of the query's terms it contains (each term's
+    inverse document frequency), plus its cosine similarity to the query. The similarity is at
+    most 1, below the weight of any word fewer than a third of the memories contain, so it
+    mostly orders memories that share the same words (docs/flow.md#search-modes)."""
+    parts = [f"CASE WHEN search_vector @@ %(term_{i})s::tsquery THEN %(weight_{i})s ELSE 0 END" for i in range(terms)]
+    return "(" + " + ".join([*parts, "(1 - (embedding <=> %(query)s::vector))"]) + ")"
+
+
+def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0) -> str:
     """The ranking statement for ``mode`` over the rows matching ``condition``; ``keyword``
-    says whether the query has keyword terms (without them hybrid ranks by the vector side)."""
+    says whether the query has keyword terms (without them hybrid ranks by the vector side),
+    ``terms`` how many of them rank the matches."""
     table = Memory._meta.db_table
     factors = _FACTORS.format(alias="")
     ctes, lists = [], []
@@ -115,7 +144,8 @@ def search_sql(*, mode: str, condition: str, keyword: bool) -> str:
         ctes.append(_SEMANTIC_CTE.format(table=table, where=condition, factors=factors))
         lists.append("SELECT id, rank FROM semantic")
     if mode in ("keyword", "hybrid") and keyword:
-        ctes.append(_KEYWORD_CTE.format(table=table, where=condition, factors=factors))
+        ctes.append(_KEYWORD_CTE.format(table=table, where=condition, factors=factors,
+                                        relevance=_keyword_relevance(terms)))
         lists.append("SELECT id, rank FROM keyword")
     if mode == "semantic":
         # similarity × tier boost × (1 − w + w × hotness)
@@ -136,7 +166,8 @@ def search_params(
     return {
         "query": vector_literal(vector),
         "tsquery": tsquery,
-        "rankquery": " | ".join(lexeme_quote(term) for term in terms),
+        **{f"term_{i}": lexeme_quote(term) for i, term in enumerate(terms)},
+        **{f"weight_{i}": weight for i, weight in enumerate(term_weights(terms))},
         "candidates": _candidates(limit),
         "keyword_cap": settings.ULTRON_SEARCH_KEYWORD_CAP,
         "limit": limit,
@@ -168,7 +199,8 @@ def memory_search(
 
     ``semantic``: similarity from the HNSW candidates (a few times ``limit``), score =
     ``similarity × tier_boost × (1 − w + w × hotness)``. ``keyword``: PostgreSQL full-text
-    search over content, context and resolution, ranked by text relevance × the same factors.
+    search over content, context and resolution, ranked by relevance (the inverse document
+    frequencies of the query's words a memory contains, plus its similarity) × the same factors.
     ``hybrid``: both lists (each ranked by its relevance × the factors) fused by reciprocal rank
     (k = 60), normalised so that first in every list is 1. Every result carries its raw cosine
     similarity too. Filters on type use that type's partial index; tier and tag filters widen
@@ -183,7 +215,7 @@ def memory_search(
         return []
     filtered = tier is not None or bool(tags)
     ef = max(settings.ULTRON_SEARCH_FILTERED_EF if filtered else settings.ULTRON_SEARCH_EF, _candidates(limit))
-    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery))
+    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms))
     params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}")

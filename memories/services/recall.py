@@ -38,7 +38,7 @@ def memories_search(
     counted as hit; ``mode`` defaults to ``ULTRON_SEARCH_MODE``."""
     mode = mode or settings.ULTRON_SEARCH_MODE
     text = redact(query).text
-    vector = embed_texts([text])[0]
+    vector = embed_texts([selectors.query_embedding_text(text)])[0]
     hits = selectors.memory_search(
         vector=vector, limit=limit, memory_type=memory_type, tier=tier, tags=tags_normalise(tags or []),
         min_score=min_score, mode=mode, text=text,
@@ -66,7 +66,7 @@ def context_build(
     those relevant to ``query``. Only the relevant ones count as hits: HOT ones are included for
     every caller, and counting them would keep them HOT forever."""
     text = redact(query.strip()).text if query.strip() else ""
-    vector = embed_texts([text])[0] if text else None
+    vector = embed_texts([selectors.query_embedding_text(text)])[0] if text else None
     assembled = selectors.context_assemble(
         vector=vector, token_budget=token_budget, memory_type=memory_type, tags=tags_normalise(tags or []),
         text=text,
@@ -79,6 +79,6 @@ def memories_rank(*, query: str, limit: int = 200) -> list[Any]:
     """The ids of active memories in the order an agent's search would rank them (the
     default search mode), without counting hits: for people browsing in the admin site."""
     text = redact(query).text
-    vector = embed_texts([text])[0]
+    vector = embed_texts([selectors.query_embedding_text(text)])[0]
     hits = selectors.memory_search(vector=vector, limit=limit, mode=settings.ULTRON_SEARCH_MODE, text=text)
     return [hit.id for hit in hits]

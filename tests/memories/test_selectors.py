@@ -15,8 +15,10 @@ from memories.selectors import (
     keywords,
     memory_find_duplicate,
     memory_search,
+    query_embedding_text,
     selective_terms,
 )
+from memories.selectors import search as search_module
 
 pytestmark = pytest.mark.django_db
 
@@ -229,3 +231,58 @@ def test_lexeme_counts_come_from_the_planner_statistics():
     selectors.lexeme_counts_forget()
     assert counts["note"] == pytest.approx(60, rel=0.05)
     assert counts["kubernet"] == pytest.approx(30, rel=0.1)
+
+
+def test_a_rare_query_word_weighs_more_than_a_common_one():
+    for i in range(40):
+        make(unit(300 + i), content=f"deploy log entry {i}")
+    make(unit(350), content="flaky healthcheck on the staging box")
+    selectors.lexeme_counts_forget()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    try:
+        stats = keywords.lexeme_stats()
+        assert stats.rows == pytest.approx(41, abs=1)
+        assert stats.count("healthcheck") <= stats.count("deploy")
+        deploy, healthcheck, unseen = keywords.term_weights(["deploy", "healthcheck", "zzunseen"])
+        assert deploy < healthcheck <= unseen
+        assert deploy > 0
+    finally:
+        selectors.lexeme_counts_forget()
+
+
+def test_every_term_weighs_the_same_before_the_table_has_statistics(monkeypatch):
+    monkeypatch.setattr(keywords, "lexeme_stats", lambda: keywords.LexemeStats({}, 0.0, 0.0))
+    assert keywords.term_weights(["docker", "compos"]) == [1.0, 1.0]
+
+
+def test_keyword_matches_rank_by_the_weight_of_the_words_they_share(monkeypatch):
+    query = np.array(unit(400))
+    # The closer one shares the common word: similarity adds less than a word's weight.
+    common = make(unit(401, query, 0.01), content="docker build failing again")
+    rare = make(unit(402), content="healthcheck failing again")
+    weights = {"docker": 0.5, "healthcheck": 4.0, "fail": 0.5}
+    monkeypatch.setattr(search_module, "term_weights", lambda terms: [weights.get(t, 1.0) for t in terms])
+    hits = memory_search(vector=list(query), mode="keyword", text="docker healthcheck failing")
+    assert [h.id for h in hits] == [rare.pk, common.pk]
+
+
+def test_among_memories_sharing_the_same_words_the_more_similar_ranks_first():
+    query = np.array(unit(410))
+    near = make(unit(412, query, 0.05), content="docker compose fails on the healthcheck step")
+    far = make(unit(411), content="docker compose fails on the healthcheck")  # hit more recently
+    hits = memory_search(vector=list(query), mode="keyword", text="docker compose healthcheck")
+    assert [h.id for h in hits] == [near.pk, far.pk]
+
+
+@pytest.mark.parametrize(
+    ("text", "embedded"),
+    [
+        ("When did <PERSON> go camping with <PERSON>?", "When did go camping with ?"),
+        ("files under /home/<USER>/project vanish", "files under /home/ /project vanish"),
+        ("rotate <GITHUB_TOKEN> after the leak", "rotate <GITHUB_TOKEN> after the leak"),
+        ("<PERSON>", "<PERSON>"),
+    ],
+)
+def test_the_embedded_query_leaves_out_name_placeholders_only(text, embedded):
+    assert query_embedding_text(text) == embedded
