@@ -1,12 +1,15 @@
 """Retrieval quality on LoCoMo: every conversation turn is a memory, every question a search.
 
-    .venv/bin/python bench/locomo.py [--conversations 10] [--json]
+    .venv/bin/python bench/locomo.py [--conversations 10] [--split all|tune|held] [--json]
 
 Each turn goes through the real upload funnel (redaction, classification, embedding, dedup)
 with its session date as context and a tag per conversation. Each question with evidence
-(categories 1-4) is searched — within its conversation (the tag filter) and over the whole pool —
-in the three modes; recall@1/5/10 and MRR of the evidence turns are reported per category and
-overall. No LLM is involved. Searches go through the selector, so they record no hits.
+(categories 1-4) is redacted and embedded as the search service does it, then searched — within
+its conversation (the tag filter) and over the whole pool — in the three modes; recall@1/5/10
+and MRR of the evidence turns are reported per category and overall, and R@10 separately for
+the tuning half (conversations 0-4, where ranking choices are made) and the held-out half (5-9,
+where they are checked). ``--split`` asks only one half's questions (all turns are loaded either
+way). No LLM is involved. Searches go through the selector, so they record no hits.
 Reference (plain turns, per conversation): MiniLM dense ≈ 0.50 recall@10, BM25 0.57, RRF 0.60.
 """
 
@@ -24,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import bench_database, django_setup, eval_path, print_table, skip, write_results  # noqa: E402
 
 MODES = ("semantic", "keyword", "hybrid")
+# Ranking choices are made on the first five conversations and checked on the other five.
+HALVES = {"tune": range(0, 5), "held": range(5, 10)}
 
 
 def upload_turns(data: list[dict], rows: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -56,9 +61,15 @@ def upload_turns(data: list[dict], rows: list[tuple[str, str]]) -> dict[tuple[st
     return turn_memory
 
 
+def _recall(firsts: list[int | None], k: int = 10) -> float:
+    return sum(1 for f in firsts if f and f <= k) / max(1, len(firsts))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--conversations", type=int, default=10)
+    parser.add_argument("--split", choices=("all", *HALVES), default="all",
+                        help="ask the questions of the tuning half (conversations 0-4), the held-out half (5-9) or all")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep-db", metavar="NAME",
                         help="reuse (or create and keep) this bench_* database; the turns are uploaded only once")
@@ -67,9 +78,15 @@ def main() -> None:
     if path is None:
         skip("../shared/eval/locomo/locomo10.json not found")
     data = json.loads(path.read_text())[: args.conversations]
+    half_of = {index: half for half, indexes in HALVES.items() for index in indexes}
+    questions = [(sample["sample_id"], half_of.get(index, "held"), q) for index, sample in enumerate(data)
+                 for q in sample["qa"] if q.get("evidence") and q.get("category") in (1, 2, 3, 4)
+                 and args.split in ("all", half_of.get(index, "held"))]
+    if not questions:
+        skip(f"no questions in the {args.split} half of the first {len(data)} conversations")
     django_setup()
     from memories.redaction import redact_many
-    from memories.selectors import memory_search
+    from memories.selectors import memory_search, query_embedding_text
     from memories.services import embed_texts
 
     rows: list[tuple[str, str]] = []
@@ -91,13 +108,12 @@ def main() -> None:
                 saved.write_text(json.dumps({"|".join(k): v for k, v in turn_memory.items()}))
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE memories_memory")  # what autovacuum does after a load
-        questions = [(sample["sample_id"], q) for sample in data for q in sample["qa"]
-                     if q.get("evidence") and q.get("category") in (1, 2, 3, 4)]
-        texts = [r.text for r in redact_many([q["question"] for _, q in questions])]
-        vectors = embed_texts(texts)
+        # As the search service does it: redacted, then embedded without the name placeholders.
+        texts = [r.text for r in redact_many([q["question"] for _, _, q in questions])]
+        vectors = embed_texts([query_embedding_text(text) for text in texts])
         results: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(list))
         timings: dict[str, list[float]] = defaultdict(list)
-        for (sample_id, question), text, vector in zip(questions, texts, vectors, strict=True):
+        for (sample_id, half, question), text, vector in zip(questions, texts, vectors, strict=True):
             wanted = {turn_memory.get((sample_id, e)) for e in question["evidence"]} - {None}
             for scope in ("conversation", "pool"):
                 tags = [f"conv-{sample_id}"] if scope == "conversation" else None
@@ -107,7 +123,7 @@ def main() -> None:
                     timings[mode].append(time.perf_counter() - started)
                     ranks = [i for i, h in enumerate(hits, 1) if str(h.id) in wanted]
                     first = ranks[0] if ranks else None
-                    for bucket in ("all", f"cat{question['category']}"):
+                    for bucket in ("all", f"cat{question['category']}", half, f"{half}-cat{question['category']}"):
                         entry = results[(scope, mode)]
                         entry[bucket].append(first)
         for scope in ("conversation", "pool"):
@@ -121,11 +137,18 @@ def main() -> None:
                     for c in (1, 2, 3, 4))
                 rows.append((f"{scope:12s} {mode:8s}", f"R@1 {r1:.3f}  R@5 {r5:.3f}  R@10 {r10:.3f}  MRR {mrr:.3f}  "
                                                        f"[R@10 {per_cat}]"))
-                if scope == "conversation":
-                    figures[f"{mode}_recall_at_10"] = r10
-                    figures[f"{mode}_mrr"] = mrr
-                else:
-                    figures[f"pool_{mode}_recall_at_10"] = r10
+                prefix = "" if scope == "conversation" else "pool_"
+                figures[f"{prefix}{mode}_recall_at_10"] = r10
+                figures[f"{prefix}{mode}_mrr"] = mrr
+                for half in HALVES:
+                    if not entry[half]:
+                        continue
+                    half_r10 = _recall(entry[half])
+                    cat3 = _recall(entry[f"{half}-cat3"])
+                    rows.append((f"{scope:12s} {mode:8s} {half}", f"R@10 {half_r10:.3f}  category 3: {cat3:.3f} "
+                                                                  f"({len(entry[half])} questions)"))
+                    figures[f"{prefix}{mode}_{half}_recall_at_10"] = half_r10
+                    figures[f"{prefix}{mode}_{half}_cat3_recall_at_10"] = cat3
         for mode in MODES:
             ordered = sorted(timings[mode])
             rows.append((f"latency {mode}", f"p50 {ordered[len(ordered) // 2] * 1000:.1f} ms, "
