@@ -21,7 +21,7 @@ _LOOK_PROGRAMS = {"ls", "cat", "head", "tail", "grep", "rg", "find", "pwd", "ech
                   "less", "more", "wc", "stat", "file", "tree", "env", "printenv", "ps", "lsof", "df", "du",
                   "sleep", "true", "date", "whoami", "id", "uname", "diff", "jq", "sort"}
 _LOOK_SUBCOMMANDS = {"status", "log", "diff", "show", "list", "ls", "view", "info", "search", "describe", "get",
-                     "outdated", "version", "--version", "-v", "-V", "config", "branch", "remote", "ready"}
+                     "outdated", "version", "--version", "-v", "-V", "config", "branch", "remote", "ready", "images", "ps"}
 VERSION_RE = re.compile(r"(?:^|\s)(--version|-v|-V|version)\b")
 _VERIFY_RE = re.compile(r"\b(?:test|tests|pytest|jest|vitest|mocha|rspec|check|lint|build|compile|credo|dialyzer"
                         r"|vet|tsc|mypy|ruff|eslint|flake8|pylint|clippy|tox|nox|ci|verify|validate|typecheck)\b")

@@ -16,11 +16,11 @@ from ingestion.judgements.chains import (
     chain_context,
     chain_resolution,
     chains_find,
+    error_line,
     steps_of,
 )
 from ingestion.judgements.cues import (
     CORRECTION_RE,
-    ERROR_RE,
     EXPLAIN_RE,
     PREFERENCE_RE,
     SUCCESS_RE,
@@ -52,13 +52,6 @@ class Extracted:
                    float(data.get("confidence", 0.5)), list(data.get("tags", [])), data.get("memory_type", ""))
 
 
-def _error_line(text: str) -> str:
-    for line in text.splitlines():
-        if ERROR_RE.search(line) and len(line.strip()) > 8:
-            return normalise_space(line.replace("[tool result ERROR]", "").replace("[tool result]", ""))[:300]
-    return normalise_space(text.replace("[tool result ERROR]", ""))[:300]
-
-
 def _errors_without_calls(messages: list[Message], tags: list[str], topic: str) -> list[Extracted]:
     """Transcripts that keep tool results but not the calls: an error, then the agent's
     explanation (or report of success) within the next turns."""
@@ -67,7 +60,7 @@ def _errors_without_calls(messages: list[Message], tags: list[str], topic: str) 
     for index, message in enumerate(messages):
         if not is_error(message):
             continue
-        error = _error_line(message.text)
+        error = error_line(message.text) or normalise_space(message.text.replace("[tool result ERROR]", ""))[:300]
         window = [m for m in messages[index + 1 : index + 16]
                   if m.role == "assistant" and not m.text.startswith(("[tool call", "[thinking]"))]
         chosen = next((m for m in window if EXPLAIN_RE.search(m.text)), None) or next(

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ingestion.judgements.chains import chains_find, edit_gist, steps_of
-from ingestion.judgements.commands import short_command
+from ingestion.judgements.commands import is_look, short_command
 from ingestion.judgements.cues import CORRECTION_RE, ERROR_RE, PREFERENCE_RE, is_error
 from ingestion.parsing import Message
 from ingestion.segmentation import is_goal
@@ -34,8 +34,6 @@ _REQUEST_RE = re.compile(r"\?|^\W*(?:can|could|would|will) you\b|\b(?:please|how
 _BROKEN_RE = re.compile(r"\b(?:fail\w*|error\w*|broken|crash\w*|doesn'?t work|not working|won'?t|can'?t)\b", re.I)
 _ANSWER_RE = re.compile(r"^\W*(?:yes|yeah|yep|no|nope|sure|go ahead|do it|option|the (?:first|second))\b", re.I)
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(?P<item>.+)$")
-_LOOK = re.compile(r"^(?:ls|cat|head|tail|grep|rg|find|pwd|echo|which|git (?:status|log|diff|show)|docker (?:images|ps)"
-                   r"|\S+ --version)\b")
 
 
 @dataclass
@@ -78,7 +76,7 @@ def _acted_steps(messages: list[Message], start: int, end: int) -> list[str]:
         if step.is_edit:
             gist = edit_gist(messages[start + step.call].text)
             label = f"edit {step.target.rstrip('/').rsplit('/', 1)[-1]}" + (f" (`{gist}`)" if gist else "")
-        elif step.is_shell and not _LOOK.match(short_command(step.target)):
+        elif step.is_shell and not is_look(step.target):
             label = f"run `{short_command(step.target, 100)}`"
         else:
             continue
