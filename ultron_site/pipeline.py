@@ -79,6 +79,11 @@ def run_pipeline() -> dict[str, Any]:
     return results
 
 
+def failed_steps(results: dict[str, Any]) -> list[str]:
+    """The steps of a ``run_pipeline()`` result that raised (their result is ``{"error": …}``)."""
+    return [name for name, result in results.items() if isinstance(result, dict) and "error" in result]
+
+
 def schedule_register() -> None:
     """Create or update the pipeline's schedule (idempotent, by name)."""
     from django_q.models import Schedule

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from io import StringIO
 
 import pytest
@@ -47,6 +48,41 @@ def test_rebalance_tiers_command_reports(agent):
     out = StringIO()
     call_command("rebalance_tiers", stdout=out)
     assert "hot=1 warm=0 cold=0" in out.getvalue()
+
+
+def test_run_pipeline_all_fails_and_names_the_step_when_a_step_fails(monkeypatch):
+    """A cron job or an operator's script reads the exit status: one failing step makes the
+    whole run fail (CommandError is what gives manage.py its non-zero exit), while the steps
+    after it still run and every result is still printed."""
+    from ultron_site import pipeline
+
+    def broken() -> dict:
+        raise RuntimeError("the cluster table is locked")
+
+    monkeypatch.setattr("memories.tasks.tier_rebalance_step", broken)
+    out = StringIO()
+    with pytest.raises(CommandError, match=r"failed: tier_rebalance$") as failure:
+        call_command("run_pipeline", "--all", stdout=out)
+    assert failure.value.returncode != 0
+    printed = json.loads(out.getvalue())
+    assert list(printed) == pipeline.step_names()
+    assert printed["tier_rebalance"] == {"error": "RuntimeError: the cluster table is locked"}
+    assert pipeline.failed_steps(printed) == ["tier_rebalance"]  # the later steps still ran, and passed
+
+
+def test_run_pipeline_all_exits_zero_when_every_step_passes():
+    out = StringIO()
+    call_command("run_pipeline", "--all", stdout=out)
+    assert "error" not in json.loads(out.getvalue())["tier_rebalance"]
+
+
+def test_run_pipeline_one_step_fails_with_its_name(monkeypatch):
+    def broken() -> dict:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("memories.tasks.merge_retry_step", broken)
+    with pytest.raises(CommandError, match="merge_retry: RuntimeError: boom"):
+        call_command("run_pipeline", "--step", "merge_retry", stdout=StringIO())
 
 
 def test_ensure_admin_creates_one_superuser_once(settings, tmp_path):

@@ -308,4 +308,5 @@ def test_schedule_registration_is_idempotent_and_resolves():
 def test_run_pipeline_runs_every_step_and_reports():
     results = pipeline.run_pipeline()
     assert list(results) == pipeline.step_names()
-    assert "error" not in results["tier_rebalance"]
+    assert pipeline.failed_steps(results) == [], results
+    assert set(results["tier_rebalance"]) >= {"hot", "warm", "cold"}
