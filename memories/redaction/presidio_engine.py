@@ -27,6 +27,7 @@ for _name in ("presidio-analyzer", "presidio_analyzer"):
 # Presidio entity -> our tag (most are the same name).
 ENTITIES = ["PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS", "US_SSN"]
 SCORE_THRESHOLD = 0.4
+_PIPE_BATCH = 64  # texts per spaCy batch (``nlp.pipe``)
 # Below this, a phone number needs a context word ("call", "phone", ...) to count.
 _PATTERN_ONLY = ["EMAIL_ADDRESS", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS"]
 
@@ -154,7 +155,9 @@ def _findings(text: str, results: Iterable) -> list[Finding]:
 def analyze_many(texts: list[str]) -> list[list[Finding]]:
     """Full analysis (NER + patterns + context words) of English or mixed texts, batched."""
     engine = analyzer()
-    artifacts = list(engine.nlp_engine.process_batch(texts, language="en"))
+    # Presidio's own default is one text per spaCy batch; batched, the model runs about three
+    # times faster on short texts (the findings are the same).
+    artifacts = list(engine.nlp_engine.process_batch(texts, language="en", batch_size=_PIPE_BATCH))
     out = []
     for text, (_, nlp_artifacts) in zip(texts, artifacts, strict=True):
         results = engine.analyze(
