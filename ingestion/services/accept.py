@@ -4,10 +4,11 @@ session record per (agent, file identity). No LLM call here: the pipeline does t
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,63 @@ def _spool(data: bytes) -> str:
     return str(path)
 
 
+def _json_strings(value: Any, found: list[str]) -> None:
+    if isinstance(value, str):
+        found.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _json_strings(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _json_strings(item, found)
+
+
+def _json_replace(value: Any, cleaned: Iterator[str]) -> Any:
+    if isinstance(value, str):
+        return next(cleaned)
+    if isinstance(value, dict):
+        return {key: _json_replace(item, cleaned) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_replace(item, cleaned) for item in value]
+    return value
+
+
+def _json_or_none(text: str) -> Any:
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def archive_redact(data: bytes) -> str:
+    """The redacted text the archive keeps. A session file is JSON (one document, or one per
+    line), where a secret sits inside an escaped string (``\\"Gmail2023?\\"`` after a ``\\n``)
+    that the detectors do not see as such: each string value is redacted as the text it
+    decodes to, then every line of the re-encoded JSON (or of plain text) as it reads, which
+    keeps the ``"password": "…"`` context the value alone lacks."""
+    text = data.decode("utf-8", errors="replace")
+    whole = _json_or_none(text) if "\n" in text.strip() else None
+    if whole is not None:
+        pieces, documents = [text], [whole]
+    else:
+        pieces = text.split("\n")
+        documents = [_json_or_none(line) for line in pieces]
+    strings: list[str] = []
+    for document in documents:
+        if document is not None:
+            _json_strings(document, strings)
+    cleaned = iter([r.text for r in redact_many(strings)])
+    rebuilt = [
+        piece if document is None
+        else json.dumps(_json_replace(document, cleaned), ensure_ascii=False, indent=1 if whole is not None else None)
+        for piece, document in zip(pieces, documents, strict=True)
+    ]
+    lines = "\n".join(rebuilt).split("\n")
+    return "\n".join(r.text for r in redact_many(lines))
+
+
 def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metadata: dict) -> RawUpload:
     """Keep the original bytes (or, with ULTRON_RAW_ARCHIVE_REDACT, the redacted text). Bytes the
     pipeline still needs but the archive does not hold wait in a spool file."""
@@ -120,8 +178,7 @@ def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metad
     try:
         if settings.ULTRON_RAW_ARCHIVE_REDACT:
             if keep:
-                lines = data.decode("utf-8", errors="replace").split("\n")
-                raw.content = "\n".join(r.text for r in redact_many(lines)).encode("utf-8")
+                raw.content = archive_redact(data).encode("utf-8")
                 raw.redacted = True
         elif keep:
             raw.content = data

@@ -182,17 +182,60 @@ PERSON_EMAIL = "grace.hopper@navy.example.mil"
 TAG_SECRET = "sk-0a1b2c3d4e5f60718293a4b5c6d7e8f9"  # DashScope-shaped, short enough to be a tag
 
 
-def _all_table_text() -> str:
-    chunks = []
+def _table_texts() -> dict[str, str]:
+    """Every row of every table as text, per table; binary columns decoded (a bytea column's
+    ``::text`` is hex, which would hide a secret from a substring check)."""
+    texts: dict[str, list[str]] = {}
     with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND data_type = 'bytea'"
+        )
+        binary = cursor.fetchall()
         for table in connection.introspection.table_names():
             cursor.execute(f'SELECT t::text FROM "{table}" t')
-            chunks.extend(row[0] for row in cursor.fetchall())
-    return "\n".join(chunks)
+            texts.setdefault(table, []).extend(row[0] for row in cursor.fetchall())
+        for table, column in binary:
+            cursor.execute(f'SELECT encode("{column}", \'escape\') FROM "{table}" WHERE "{column}" IS NOT NULL')
+            texts.setdefault(table, []).extend(row[0] for row in cursor.fetchall())
+    return {table: "\n".join(rows) for table, rows in texts.items()}
+
+
+def _all_table_text() -> str:
+    return "\n".join(_table_texts().values())
+
+
+def _session_with_a_secret() -> bytes:
+    """A debugging session the offline scorer keeps and the offline extractor learns from, with
+    the secret in the failing command's output and in the fix."""
+    rows = [
+        {"role": "user", "content": f"The deploy script fails with 401 Unauthorized; the key is {SECRET}, "
+                                    f"ask {PERSON_EMAIL} if needed. Please fix it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                           "input": {"command": f"OPENAI_API_KEY={SECRET} ./deploy.sh"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True,
+                                      "content": f"Error: 401 Unauthorized: invalid api key {SECRET}"}]},
+        {"role": "assistant", "content": f"The key {SECRET} was revoked. The fix was to read the key from the "
+                                         "vault instead of the environment; I changed deploy.sh."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash",
+                                           "input": {"command": "./deploy.sh"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "Deployed successfully"}]},
+        {"role": "assistant", "content": "Fixed: the deploy succeeds now."},
+        {"role": "user", "content": f"great, thanks. From now on always rotate keys like {SECRET} in the vault."},
+    ]
+    return ("\n".join(json.dumps(row) for row in rows) + "\n").encode()
 
 
 @pytest.mark.django_db
 def test_a_secret_sent_through_every_entry_point_is_in_no_table_and_no_log(api, caplog, django_capture_on_commit_callbacks):
+    """Memory upload (new and merged), plain-text ingest, a session file (segmented, scored and
+    extracted), search and context: the secret is in no table but the raw archive, which by
+    default keeps the original bytes (ULTRON_RAW_ARCHIVE_REDACT off), and in no log line."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from ingestion.models import RawUpload, SegmentMemory, TaskSegment
+    from memories.models import Memory, Source
+
     caplog.set_level(logging.DEBUG)
     payload = {
         "content": f"Calls failed with 401: key {SECRET} was revoked; mail {PERSON_EMAIL}",
@@ -204,19 +247,39 @@ def test_a_secret_sent_through_every_entry_point_is_in_no_table_and_no_log(api, 
         first = api.post(reverse("memory-upload"), payload, format="json")
         # a near-duplicate: its text is kept as a contribution
         second = api.post(reverse("memory-upload"), {**payload, "content": payload["content"] + " again"}, format="json")
+        text = api.post(reverse("ingest-text"), {"text": f"Error: 401 Unauthorized from the billing API with key "
+                                                         f"{SECRET}\nCause: the key was revoked by {PERSON_EMAIL}\n"
+                                                         f"Fix: rotate {SECRET} and store it in the vault"},
+                        format="json")
+        upload = SimpleUploadedFile("deploy.jsonl", _session_with_a_secret(), content_type="application/jsonl")
+        session = api.post(reverse("ingest"), {"files": [upload]}, format="multipart")
     assert first.status_code == 201 and second.status_code == 200
-    api.post(reverse("memory-search"), {"query": f"what about {SECRET}?"}, format="json")
-    api.post(reverse("context"), {"query": f"{SECRET} {PERSON_EMAIL}"}, format="json")
-    details = api.post(reverse("memory-details"), {"ids": [first.json()["id"]]}, format="json").json()
-    record = details["memories"][0]
+    assert text.status_code == 201, text.json()
+    assert session.status_code == 202 and session.json()["files"][0]["status"] == "new", session.json()
+    assert Memory.objects.filter(source=Source.INGEST_TEXT).exists()
+    assert TaskSegment.objects.exists() and SegmentMemory.objects.exists()
+    assert Memory.objects.filter(source=Source.SEGMENT).exists()
+    search = api.post(reverse("memory-search"), {"query": f"what about {SECRET}?"}, format="json")
+    context = api.post(reverse("context"), {"query": f"{SECRET} {PERSON_EMAIL}"}, format="json")
+    assert search.status_code == 200 and search.json()["results"], search.json()
+    assert context.status_code == 200, context.json()
+    details = api.post(reverse("memory-details"), {"ids": [first.json()["id"]]}, format="json")
+    assert details.status_code == 200
+    record = details.json()["memories"][0]
     assert record["redactions"]["LLM_API_KEY"] >= 4 and record["redactions"]["EMAIL_ADDRESS"] >= 2
-    everything = _all_table_text()
+    tables = _table_texts()
+    # The default raw archive holds the original bytes: the one place the secret may be (which
+    # also shows that this check reads binary columns).
+    assert not RawUpload.objects.filter(redacted=True).exists()
+    assert SECRET in tables.pop(RawUpload._meta.db_table)
+    everything = "\n".join(tables.values())
     for value in (SECRET, PERSON_EMAIL, TAG_SECRET):
         assert value not in everything
     assert "<LLM_API_KEY>" in everything
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert SECRET not in logged and PERSON_EMAIL not in logged
-    assert SECRET not in json.dumps(details)
+    for response in (search, context, details, text, session):
+        assert SECRET not in response.content.decode() and PERSON_EMAIL not in response.content.decode()
 
 
 @pytest.mark.django_db
