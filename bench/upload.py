@@ -1,10 +1,13 @@
 """Upload throughput through the whole funnel vs. the embedding model alone.
 
-    .venv/bin/python bench/upload.py [--n 300] [--clients 1,4] [--json]
+    .venv/bin/python bench/upload.py [--n 300] [--clients 1,4] [--batches 50,100] [--json]
 
 Texts: distinct STS Benchmark sentences. The funnel is ``memory_upload`` (validation,
 redaction, classification, embedding, dedup, insert); the physical limit on this machine is
-the embedding model, timed on the same texts one at a time and in batches.
+the embedding model, timed on the same texts one at a time and in batches. Batch uploads
+(``memories_upload``, what ``POST /api/memories/upload`` with ``{"memories": [...]}`` runs) are
+compared with the embedding model alone on the same texts in batches of the same size, timed
+just before them.
 """
 
 from __future__ import annotations
@@ -56,10 +59,26 @@ def run_clients(texts: list[str], count: int, agent) -> tuple[float, list[float]
     return time.perf_counter() - started, latencies
 
 
+def run_batches(texts: list[str], size: int, agent, embedder) -> tuple[float, float]:
+    """Seconds to embed ``texts`` in batches of ``size``, then to upload them in such batches."""
+    from memories.services import memories_upload
+
+    batches = [texts[i : i + size] for i in range(0, len(texts), size)]
+    with Timer() as embedding:
+        for batch in batches:
+            embedder.embed(batch)
+    with Timer() as uploading:
+        for batch in batches:
+            results = memories_upload(items=[{"content": text} for text in batch], agent=agent)
+            assert all(not isinstance(r, Exception) for r in results), results
+    return embedding.seconds, uploading.seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--clients", default="1,4")
+    parser.add_argument("--batches", default="50,100", help="batch sizes for the batch upload (0: none)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     django_setup()
@@ -68,7 +87,8 @@ def main() -> None:
     from memories.providers.embeddings import get_embedder
 
     clients = [int(c) for c in args.clients.split(",") if c.strip()]
-    texts = sts_sentences(args.n * (1 + len(clients)))
+    sizes = [int(b) for b in args.batches.split(",") if b.strip() and int(b) > 0]
+    texts = sts_sentences(args.n * (1 + len(clients) + len(sizes)))
     embedder = get_embedder()
     embedder.embed(["warm-up"])
     sample = texts[: args.n]
@@ -98,6 +118,17 @@ def main() -> None:
                          f"ratio to single embedding {rate / results['embed_single_per_s']:.2f}"))
             results[f"funnel_{count}_per_s"] = rate
             results[f"funnel_{count}_ratio"] = rate / results["embed_single_per_s"]
+        for size in sizes:
+            chunk = texts[offset : offset + args.n]
+            offset += args.n
+            embed_seconds, upload_seconds = run_batches(chunk, size, agent, embedder)
+            embed_rate, rate = len(chunk) / embed_seconds, len(chunk) / upload_seconds
+            rows.append((f"batch upload, batches of {size}",
+                         f"{rate:.1f} uploads/s  embedding alone {embed_rate:.1f} texts/s  "
+                         f"ratio to batched embedding {rate / embed_rate:.2f}"))
+            results[f"batch_{size}_per_s"] = rate
+            results[f"batch_{size}_embed_per_s"] = embed_rate
+            results[f"batch_{size}_ratio"] = rate / embed_rate
         rows.append(("memories stored", str(Memory.objects.count())))
     print_table("Upload throughput (offline LLM, local embeddings)", rows)
     write_results("upload", results, as_json=args.json)

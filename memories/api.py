@@ -4,8 +4,16 @@ into responses by the project's one exception handler."""
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -38,24 +46,118 @@ class UploadResultSerializer(serializers.Serializer):
                   "memory's id. The pair waits for the LLM's or a curator's judgement.")
 
 
-class MemoryUploadApi(APIView):
-    class InputSerializer(serializers.Serializer):
-        content = StrictCharField(max_length=settings.ULTRON_MAX_CONTENT_CHARS)
-        # A field named like a serializer attribute: DRF takes it out of the class, mypy cannot know.
-        context = StrictCharField(  # type: ignore[assignment]
-            max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
-        resolution = StrictCharField(max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
-        tags = tags_field()
+class ItemErrorSerializer(serializers.Serializer):
+    """Why one item of a batch was refused: the API's error shape, ``field`` naming the item."""
 
+    error = serializers.CharField()
+    message = serializers.CharField()
+    field = serializers.CharField(help_text="the refused item's field, e.g. memories[3].content")
+
+
+class BatchItemSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="the item's position in the request's memories list")
+    status = serializers.IntegerField(
+        help_text="what a single upload of this item would have answered: 201 created, 200 merged, 400 refused")
+    result = UploadResultSerializer(required=False, help_text="with status 201 or 200: a single upload's response")
+    error = ItemErrorSerializer(required=False, help_text="with status 400: why the item was refused")
+
+
+class BatchResultSerializer(serializers.Serializer):
+    results = BatchItemSerializer(many=True, help_text="one per item, in the request's order")
+    created = serializers.IntegerField()
+    merged = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+def _item_error(index: int, detail: Any) -> dict[str, Any]:
+    """The first message in a serializer's (or a service's) error detail, as one item's error."""
+    path = f"memories[{index}]"
+    while isinstance(detail, (dict, list)) and detail:
+        if isinstance(detail, dict):
+            key, detail = next(iter(detail.items()))
+            if key != "non_field_errors":
+                path += f"[{key}]" if isinstance(key, int) else f".{key}"
+        else:
+            detail = detail[0]
+    return {"error": "invalid", "message": f"{path}: {detail}", "field": path}
+
+
+class MemoryUploadInputSerializer(serializers.Serializer):
+    content = StrictCharField(max_length=settings.ULTRON_MAX_CONTENT_CHARS)
+    # A field named like a serializer attribute: DRF takes it out of the class, mypy cannot know.
+    context = StrictCharField(  # type: ignore[assignment]
+        max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
+    resolution = StrictCharField(max_length=settings.ULTRON_MAX_FIELD_CHARS, required=False, allow_blank=True)
+    tags = tags_field()
+
+
+@extend_schema_field(MemoryUploadInputSerializer(many=True))
+class _BatchItemsField(serializers.ListField):
+    """Items are checked one by one (a bad one is refused alone), so the list takes any JSON."""
+
+    child = serializers.JSONField()
+
+
+class MemoryBatchUploadInputSerializer(serializers.Serializer):
+    memories = _BatchItemsField(
+        min_length=1, max_length=services.UPLOAD_BATCH_MAX,
+        help_text=f"1 to {services.UPLOAD_BATCH_MAX} memories, each with the fields of a single upload")
+
+
+class MemoryUploadApi(APIView):
+    """One memory (its fields as the body), or a batch: ``{"memories": [{...}, ...]}``."""
+
+    InputSerializer = MemoryUploadInputSerializer
+    BatchInputSerializer = MemoryBatchUploadInputSerializer
     OutputSerializer = UploadResultSerializer
 
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer, 200: OutputSerializer})
+    @extend_schema(
+        request=PolymorphicProxySerializer(
+            component_name="MemoryUploadRequest", serializers=[InputSerializer, BatchInputSerializer],
+            resource_type_field_name=None),
+        responses={
+            201: OpenApiResponse(OutputSerializer, description="a single memory, stored as new"),
+            200: OpenApiResponse(
+                PolymorphicProxySerializer(component_name="MemoryUploadResponse",
+                                           serializers=[OutputSerializer, BatchResultSerializer],
+                                           resource_type_field_name=None),
+                description="a single memory merged into the one it duplicates; or, for a batch, always "
+                            "200 with one result per item, each carrying its own status"),
+        },
+    )
     def post(self, request: Request) -> Response:
+        if isinstance(request.data, dict) and "memories" in request.data:
+            return self._batch(request)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         result = services.memory_upload(agent=_agent(request), **data.validated_data)
         return Response(self.OutputSerializer(result).data,
                         status=status.HTTP_200_OK if result.merged else status.HTTP_201_CREATED)
+
+    def _batch(self, request: Request) -> Response:
+        if set(request.data) - {"memories"}:
+            raise ValidationError({"memories": ["send one memory's fields or a memories list, not both"]})
+        batch = self.BatchInputSerializer(data=request.data)
+        batch.is_valid(raise_exception=True)
+        results: list[dict[str, Any] | None] = []
+        valid: list[tuple[int, dict[str, Any]]] = []
+        for index, raw in enumerate(batch.validated_data["memories"]):
+            item = self.InputSerializer(data=raw)
+            if item.is_valid():
+                valid.append((index, dict(item.validated_data)))
+                results.append(None)
+            else:
+                results.append({"index": index, "status": 400, "error": _item_error(index, item.errors)})
+        uploads = services.memories_upload(items=[item for _, item in valid], agent=_agent(request))
+        for (index, _), upload in zip(valid, uploads, strict=True):
+            if isinstance(upload, services.MemoryInputError):
+                results[index] = {"index": index, "status": 400,
+                                  "error": _item_error(index, {upload.field: [upload.message]})}
+            else:
+                results[index] = {"index": index, "status": 200 if upload.merged else 201,
+                                  "result": self.OutputSerializer(upload).data}
+        counts = Counter(r["status"] for r in results if r)
+        return Response({"results": results, "created": counts[201], "merged": counts[200], "failed": counts[400]})
 
 
 class SearchHitSerializer(serializers.Serializer):

@@ -3,7 +3,7 @@ functions; none of them bypasses validation, redaction or the duplicate check.
 
 - ``inputs``: validating and redacting a memory's fields;
 - ``embedding_space``: the one embedding model every vector belongs to, re-embedding;
-- ``upload``: the upload funnel (dedup, contributions);
+- ``upload``: the upload funnel (dedup, contributions), one memory or a batch;
 - ``merge``: LLM merges of contributions, summaries, consolidation of leftover pairs;
 - ``tiers``: hit counts and the HOT / WARM / COLD rebalance;
 - ``lifecycle``: archive, restore, delete;
@@ -21,6 +21,7 @@ from memories.services.inputs import (
     CleanMemory,
     MemoryInputError,
     memory_input_clean,
+    memory_inputs_clean,
     tags_normalise,
 )
 from memories.services.lifecycle import memory_archive, memory_delete, memory_restore
@@ -38,11 +39,12 @@ from memories.services.tiers import (
     memory_hits_record,
     tiers_rebalance,
 )
-from memories.services.upload import UploadResult, memory_upload
+from memories.services.upload import UPLOAD_BATCH_MAX, UploadResult, memories_upload, memory_upload
 
 __all__ = [
     "DETAILS_HIT",
     "SEARCH_HIT",
+    "UPLOAD_BATCH_MAX",
     "CleanMemory",
     "EmbeddingSpaceMismatch",
     "MemoryInputError",
@@ -58,10 +60,12 @@ __all__ = [
     "memories_read",
     "memories_reembed",
     "memories_search",
+    "memories_upload",
     "memory_archive",
     "memory_delete",
     "memory_hits_record",
     "memory_input_clean",
+    "memory_inputs_clean",
     "memory_merge_contributions",
     "memory_restore",
     "memory_summarize",

@@ -74,15 +74,40 @@ class CleanMemory:
 
 def memory_input_clean(*, content: Any, context: Any = "", resolution: Any = "", tags: Any = None) -> CleanMemory:
     """Validate and redact the fields of a memory. Raises :class:`MemoryInputError`."""
-    clean_content = _clean_text(content, "content", required=True, limit=settings.ULTRON_MAX_CONTENT_CHARS)
-    clean_context = _clean_text(context, "context", required=False, limit=settings.ULTRON_MAX_FIELD_CHARS)
-    clean_resolution = _clean_text(resolution, "resolution", required=False, limit=settings.ULTRON_MAX_FIELD_CHARS)
-    clean_tags = _clean_tags(tags)
-    counts: Counter = Counter()
-    results = redact_many([clean_content, clean_context, clean_resolution, *clean_tags])
-    for result in results:
-        counts.update(result.counts)
-    fields = [r.text for r in results[:3]]
-    redacted_tags = [r.text for r in results[3:]]
-    redacted_tags = tags_normalise(redacted_tags)
-    return CleanMemory(fields[0], fields[1], fields[2], redacted_tags, counts)
+    [clean] = memory_inputs_clean([{"content": content, "context": context, "resolution": resolution, "tags": tags}])
+    if isinstance(clean, MemoryInputError):
+        raise clean
+    return clean
+
+
+def memory_inputs_clean(items: list[dict[str, Any]]) -> list[CleanMemory | MemoryInputError]:
+    """Validate and redact several memories' fields (``content``, ``context``, ``resolution``,
+    ``tags`` of each dict) in one redaction pass: each item's cleaned form, or the error that
+    names its bad field."""
+    valid: list[tuple[str, str, str, list[str]] | MemoryInputError] = []
+    for item in items:
+        try:
+            valid.append((
+                _clean_text(item.get("content"), "content", required=True, limit=settings.ULTRON_MAX_CONTENT_CHARS),
+                _clean_text(item.get("context"), "context", required=False, limit=settings.ULTRON_MAX_FIELD_CHARS),
+                _clean_text(item.get("resolution"), "resolution", required=False,
+                            limit=settings.ULTRON_MAX_FIELD_CHARS),
+                _clean_tags(item.get("tags")),
+            ))
+        except MemoryInputError as exc:
+            valid.append(exc)
+    texts = [text for fields in valid if not isinstance(fields, MemoryInputError)
+             for text in (*fields[:3], *fields[3])]
+    redacted = iter(redact_many(texts))
+    out: list[CleanMemory | MemoryInputError] = []
+    for fields in valid:
+        if isinstance(fields, MemoryInputError):
+            out.append(fields)
+            continue
+        results = [next(redacted) for _ in range(3 + len(fields[3]))]
+        counts: Counter = Counter()
+        for result in results:
+            counts.update(result.counts)
+        out.append(CleanMemory(results[0].text, results[1].text, results[2].text,
+                               tags_normalise([r.text for r in results[3:]]), counts))
+    return out

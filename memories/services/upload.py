@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,13 @@ from memories.selectors import DuplicateMatch, memory_find_duplicate
 from memories.selectors.duplicates import CANDIDATES_PER_UPLOAD
 from memories.services.candidates import merge_candidate_record
 from memories.services.embedding_space import embed_texts
-from memories.services.inputs import CleanMemory, memory_input_clean, tags_normalise
+from memories.services.inputs import (
+    CleanMemory,
+    MemoryInputError,
+    memory_input_clean,
+    memory_inputs_clean,
+    tags_normalise,
+)
 from memories.text import content_hash, embedding_text, memory_body
 
 
@@ -55,6 +62,11 @@ class UploadResult:
 
 _DEDUP_LOCK = int.from_bytes(hashlib.sha256(b"ultron:dedup").digest()[:8], "big", signed=True)
 
+# At most this many memories are cleaned, embedded and checked together (an API batch's limit).
+UPLOAD_BATCH_MAX = 100
+
+StoredHook = Callable[[int, UploadResult], None]
+
 
 def memory_upload(
     *,
@@ -74,11 +86,53 @@ def memory_upload(
     """
     clean = memory_input_clean(content=content, context=context, resolution=resolution, tags=tags)
     vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
+    return _funnel(clean, vector, memory_type, agent=agent, source=source, provenance=provenance or {})
+
+
+def memories_upload(
+    *,
+    items: list[dict[str, Any]],
+    agent: Agent | None = None,
+    source: str = Source.API,
+    on_stored: StoredHook | None = None,
+) -> list[UploadResult | MemoryInputError]:
+    """Store several memories (docs/flow.md#batch-upload): each item a dict of
+    ``memory_upload``'s fields (``content``, ``context``, ``resolution``, ``tags``, and for
+    internal callers ``memory_type`` and ``provenance``).
+
+    Up to ``UPLOAD_BATCH_MAX`` items at a time share one redaction pass and one embedding batch;
+    then each is checked for duplicates and stored in order, in its own transaction, so an item
+    that repeats an earlier one of the same batch merges into it. The result for each item, in
+    order, is its :class:`UploadResult` or the :class:`MemoryInputError` that refused it (the
+    others are stored all the same). ``on_stored(index, result)`` runs inside the transaction
+    that stored the item at ``index``: a caller's own record of it commits, or not, with it.
+    """
+    out: list[UploadResult | MemoryInputError] = []
+    for start in range(0, len(items), UPLOAD_BATCH_MAX):
+        chunk = items[start : start + UPLOAD_BATCH_MAX]
+        cleaned = memory_inputs_clean(chunk)
+        valid = [clean for clean in cleaned if isinstance(clean, CleanMemory)]
+        vectors = iter(embed_texts([embedding_text(c.content, c.context, c.resolution) for c in valid]) if valid else [])
+        for offset, (item, clean) in enumerate(zip(chunk, cleaned, strict=True)):
+            if isinstance(clean, MemoryInputError):
+                out.append(clean)
+                continue
+            index = start + offset
+            hook = (lambda result, index=index: on_stored(index, result)) if on_stored else None
+            out.append(_funnel(clean, next(vectors), item.get("memory_type"), agent=agent, source=source,
+                               provenance=item.get("provenance") or {}, on_stored=hook))
+    return out
+
+
+def _funnel(
+    clean: CleanMemory, vector: list[float], memory_type: str | None, *, agent: Agent | None, source: str,
+    provenance: dict, on_stored: Callable[[UploadResult], None] | None = None,
+) -> UploadResult:
+    """Classify (unless the type is given), then merge into the duplicate or store as new."""
     if memory_type not in MemoryType.values:
         memory_type = classify(clean.content, clean.context, clean.resolution, vector=vector)
     body_hash = content_hash(clean.content, clean.context, clean.resolution)
     body = memory_body(clean.content, clean.context, clean.resolution)
-    provenance = provenance or {}
 
     verdicts: dict[Any, bool | None] = {}
     asked: dict[Any, DuplicateMatch] = {}
@@ -94,6 +148,8 @@ def memory_upload(
             if match is not None and match.reason not in ("ask", "candidate"):
                 memory = _record_duplicate(match, clean, agent=agent, source=source, provenance=provenance)
                 result = UploadResult(memory, True, match.similarity, match.reason, clean.redactions)
+                if on_stored:
+                    on_stored(result)
                 break
             if match is None or match.reason == "candidate":
                 result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
@@ -105,6 +161,8 @@ def memory_upload(
                     merge_candidate_record(memory=result.memory, match=m, llm_verdict=verdicts.get(m.memory.pk))
                     for m in found
                 ]
+                if on_stored:
+                    on_stored(result)
                 break
         # match.reason == "ask": the LLM decides, outside the lock, then we decide again.
         existing = match.memory
