@@ -1,0 +1,5 @@
+import sys
+
+from ultron.cli import main
+
+sys.exit(main())

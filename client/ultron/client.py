@@ -1,0 +1,238 @@
+"""``Ultron`` and ``AsyncUltron``: the hub's API as methods returning typed records.
+
+Both run the same operations (``ultron._ops``) through the same retry rules
+(``ultron._protocol``); they differ only in how a request is sent and how a pause is taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import httpx
+
+from ultron import _ops, config, sessions
+from ultron._protocol import Http, Operation, RetryPolicy, Sleep, drive
+from ultron.models import (
+    BatchItem,
+    Context,
+    Health,
+    IngestResult,
+    JobProgress,
+    MemoryList,
+    SearchResult,
+    Skill,
+    Stats,
+    TextIngestResult,
+    UploadResult,
+)
+
+__version__ = "0.1.0"
+T = TypeVar("T")
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+
+class _Base:
+    def __init__(self, url: str | None, token: str | None, *, retries: int, backoff: float,
+                 timeout: float | httpx.Timeout | None) -> None:
+        settings = config.resolve(url, token)
+        self.url = settings.url
+        self.token = settings.token
+        self.retry = RetryPolicy(retries=retries, backoff=backoff)
+        self._timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self._headers = {"User-Agent": f"ultron-client/{__version__}", "Accept": "application/json"}
+        if self.token:
+            self._headers["Authorization"] = f"Bearer {self.token}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={self.url!r})"
+
+
+class Ultron(_Base):
+    """The hub's API, synchronously.
+
+    ``url`` and ``token`` default to ``ULTRON_URL`` / ``ULTRON_TOKEN``, then to what
+    ``ultron login`` stored, then the URL to http://localhost:8000. Every failure raises an
+    ``ultron.UltronError``.
+    """
+
+    def __init__(self, url: str | None = None, token: str | None = None, *, retries: int = 3,
+                 backoff: float = 0.5, timeout: float | httpx.Timeout | None = None) -> None:
+        super().__init__(url, token, retries=retries, backoff=backoff, timeout=timeout)
+        self._http = httpx.Client(headers=self._headers, timeout=self._timeout)
+
+    def __enter__(self) -> Ultron:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _run(self, operation: Operation[T]) -> T:
+        steps = drive(operation, base_url=self.url, policy=self.retry)
+        sent: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                step = steps.throw(error) if error is not None else steps.send(sent)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            sent, error = None, None
+            if isinstance(step, Sleep):
+                time.sleep(step.seconds)
+            elif isinstance(step, Http):
+                try:
+                    sent = self._http.request(**step.kwargs)
+                except httpx.TransportError as exc:
+                    error = exc
+
+    def upload_memory(self, content: str, context: str | None = None, resolution: str | None = None,
+                      tags: Iterable[str] | None = None) -> UploadResult:
+        return self._run(_ops.upload_memory(content=content, context=context, resolution=resolution, tags=tags))
+
+    def upload_memories(self, memories: Sequence[Mapping[str, Any] | str]) -> list[BatchItem]:
+        return self._run(_ops.upload_memories(memories))
+
+    def search_memories(self, query: str, detail_level: str = "l1", limit: int = 10, *,
+                        memory_type: str | None = None, tier: str | None = None,
+                        tags: Iterable[str] | None = None, mode: str | None = None,
+                        min_score: float | None = None) -> list[SearchResult]:
+        return self._run(_ops.search_memories(query=query, detail_level=detail_level, limit=limit,
+                                              memory_type=memory_type, tier=tier, tags=tags, mode=mode,
+                                              min_score=min_score))
+
+    def get_memory_details(self, ids: Sequence[str]) -> MemoryList:
+        return self._run(_ops.get_memory_details(ids))
+
+    def get_context(self, query: str = "", token_budget: int = 2000, *, memory_type: str | None = None,
+                    tags: Iterable[str] | None = None) -> Context:
+        return self._run(_ops.get_context(query=query, token_budget=token_budget, memory_type=memory_type,
+                                          tags=tags))
+
+    def stats(self) -> Stats:
+        return self._run(_ops.stats())
+
+    def health(self) -> Health:
+        return self._run(_ops.health())
+
+    def list_skills(self) -> list[Skill]:
+        return self._run(_ops.list_skills())
+
+    def get_skill(self, slug: str) -> Skill:
+        return self._run(_ops.get_skill(slug))
+
+    def search_skills(self, query: str, limit: int = 5) -> list[Skill]:
+        return self._run(_ops.search_skills(query=query, limit=limit))
+
+    def ingest_text(self, text: str) -> TextIngestResult:
+        return self._run(_ops.ingest_text(text))
+
+    def ingest(self, paths: Iterable[str] | str, agent_id: str | None = None, *,
+               on_progress: _ops.IngestProgress | None = None, batch_bytes: int = sessions.DEFAULT_BATCH_BYTES,
+               batch_files: int = sessions.DEFAULT_BATCH_FILES) -> IngestResult:
+        return self._run(_ops.ingest(paths, agent_id=agent_id, on_progress=on_progress, batch_bytes=batch_bytes,
+                                     batch_files=batch_files))
+
+    def job(self, job_id: str) -> JobProgress:
+        return self._run(_ops.job(job_id))
+
+    def wait(self, job_id: str, *, timeout: float | None = None, interval: float = 1.0,
+             on_progress: _ops.JobCallback | None = None) -> JobProgress:
+        return self._run(_ops.wait(job_id, timeout=timeout, interval=interval, on_progress=on_progress))
+
+
+class AsyncUltron(_Base):
+    """``Ultron``'s twin for asyncio: the same methods, awaited. Use ``async with`` or
+    ``await client.aclose()``."""
+
+    def __init__(self, url: str | None = None, token: str | None = None, *, retries: int = 3,
+                 backoff: float = 0.5, timeout: float | httpx.Timeout | None = None) -> None:
+        super().__init__(url, token, retries=retries, backoff=backoff, timeout=timeout)
+        self._http = httpx.AsyncClient(headers=self._headers, timeout=self._timeout)
+
+    async def __aenter__(self) -> AsyncUltron:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _run(self, operation: Operation[T]) -> T:
+        steps = drive(operation, base_url=self.url, policy=self.retry)
+        sent: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                step = steps.throw(error) if error is not None else steps.send(sent)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            sent, error = None, None
+            if isinstance(step, Sleep):
+                await asyncio.sleep(step.seconds)
+            elif isinstance(step, Http):
+                try:
+                    sent = await self._http.request(**step.kwargs)
+                except httpx.TransportError as exc:
+                    error = exc
+
+    async def upload_memory(self, content: str, context: str | None = None, resolution: str | None = None,
+                            tags: Iterable[str] | None = None) -> UploadResult:
+        return await self._run(_ops.upload_memory(content=content, context=context, resolution=resolution,
+                                                  tags=tags))
+
+    async def upload_memories(self, memories: Sequence[Mapping[str, Any] | str]) -> list[BatchItem]:
+        return await self._run(_ops.upload_memories(memories))
+
+    async def search_memories(self, query: str, detail_level: str = "l1", limit: int = 10, *,
+                              memory_type: str | None = None, tier: str | None = None,
+                              tags: Iterable[str] | None = None, mode: str | None = None,
+                              min_score: float | None = None) -> list[SearchResult]:
+        return await self._run(_ops.search_memories(query=query, detail_level=detail_level, limit=limit,
+                                                    memory_type=memory_type, tier=tier, tags=tags, mode=mode,
+                                                    min_score=min_score))
+
+    async def get_memory_details(self, ids: Sequence[str]) -> MemoryList:
+        return await self._run(_ops.get_memory_details(ids))
+
+    async def get_context(self, query: str = "", token_budget: int = 2000, *, memory_type: str | None = None,
+                          tags: Iterable[str] | None = None) -> Context:
+        return await self._run(_ops.get_context(query=query, token_budget=token_budget, memory_type=memory_type,
+                                                tags=tags))
+
+    async def stats(self) -> Stats:
+        return await self._run(_ops.stats())
+
+    async def health(self) -> Health:
+        return await self._run(_ops.health())
+
+    async def list_skills(self) -> list[Skill]:
+        return await self._run(_ops.list_skills())
+
+    async def get_skill(self, slug: str) -> Skill:
+        return await self._run(_ops.get_skill(slug))
+
+    async def search_skills(self, query: str, limit: int = 5) -> list[Skill]:
+        return await self._run(_ops.search_skills(query=query, limit=limit))
+
+    async def ingest_text(self, text: str) -> TextIngestResult:
+        return await self._run(_ops.ingest_text(text))
+
+    async def ingest(self, paths: Iterable[str] | str, agent_id: str | None = None, *,
+                     on_progress: _ops.IngestProgress | None = None,
+                     batch_bytes: int = sessions.DEFAULT_BATCH_BYTES,
+                     batch_files: int = sessions.DEFAULT_BATCH_FILES) -> IngestResult:
+        return await self._run(_ops.ingest(paths, agent_id=agent_id, on_progress=on_progress,
+                                           batch_bytes=batch_bytes, batch_files=batch_files))
+
+    async def job(self, job_id: str) -> JobProgress:
+        return await self._run(_ops.job(job_id))
+
+    async def wait(self, job_id: str, *, timeout: float | None = None, interval: float = 1.0,
+                   on_progress: _ops.JobCallback | None = None) -> JobProgress:
+        return await self._run(_ops.wait(job_id, timeout=timeout, interval=interval, on_progress=on_progress))

@@ -1,0 +1,185 @@
+"""``ultron mcp``: the hub served to MCP clients (Claude Code, Cursor, Codex, ...) with the
+official MCP SDK, over stdio or streamable HTTP.
+
+Every tool is a call of the hub's HTTP API with the configured token (``AsyncUltron``): the
+server never opens the hub's database, so the hub's authentication, redaction and limits hold
+for MCP exactly as for any other agent. Errors the hub answers become tool errors carrying its
+message, which the model reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ultron.client import AsyncUltron, __version__
+from ultron.errors import AuthenticationError, NotFoundError, UltronError
+
+MemoryType = Literal["error", "security", "correction", "pattern", "preference", "life"]
+
+INSTRUCTIONS = """Ultron Hub is a memory shared by many AI agents: errors and their fixes, corrections,
+patterns, preferences, and skills distilled from them. Before working on an unfamiliar error,
+tool or project convention, call search_memories (or get_context for a ready-made block) and
+read what other agents learned; fetch full texts with get_memory_details. When you solve
+something others could hit again (an error and its fix, a correction from the user, a rule),
+share it with upload_memory. Secrets and personal data are scrubbed by the hub."""
+
+
+def _tool_error(error: UltronError) -> ToolError:
+    if isinstance(error, AuthenticationError):
+        return ToolError(f"{error} (the hub refused the MCP server's token: set ULTRON_TOKEN or run "
+                         "`ultron login`)")
+    return ToolError(str(error))
+
+
+def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
+    """The MCP server for the hub at ``url`` (default: ULTRON_URL, then the stored login)."""
+    held: dict[str, AsyncUltron] = {}
+
+    def hub() -> AsyncUltron:
+        if "client" not in held:
+            held["client"] = AsyncUltron(url=url, token=token)
+        return held["client"]
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        try:
+            yield None
+        finally:
+            if "client" in held:
+                await held.pop("client").aclose()
+
+    server: MCPServer = MCPServer("ultron", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writing = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    @server.tool(annotations=reading, description=(
+        "Search the memories shared by all agents. Use it first when you meet an error message, an "
+        "unfamiliar tool or a project convention, or before a task another agent may have done: "
+        "results are summaries ranked best first with a similarity score; read the full text of the "
+        "promising ones with get_memory_details."))
+    async def search_memories(
+        query: Annotated[str, Field(description="what you are looking for, e.g. the error message")],
+        limit: Annotated[int, Field(ge=1, le=100, description="how many results")] = 5,
+        memory_type: Annotated[MemoryType | None, Field(description="only this type")] = None,
+        tags: Annotated[list[str] | None, Field(description="only memories carrying all these tags")] = None,
+    ) -> dict[str, Any]:
+        try:
+            results = await hub().search_memories(query, limit=limit, memory_type=memory_type, tags=tags)
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return {"results": [{"id": r.record.id, "memory_type": r.record.memory_type, "tier": r.record.tier,
+                             "tags": r.record.tags, "summary": r.record.summary_l0,
+                             "overview": r.record.overview_l1, "context": r.record.context,
+                             "similarity_score": r.similarity_score, "score": r.score} for r in results]}
+
+    @server.tool(annotations=reading, description=(
+        "The full text of memories (content, context, resolution, tags, provenance) by the ids that "
+        "search_memories or get_context returned. Use it when a summary looks relevant and you need "
+        "the exact fix or command."))
+    async def get_memory_details(
+        ids: Annotated[list[str], Field(min_length=1, max_length=100, description="memory ids (UUIDs)")],
+    ) -> dict[str, Any]:
+        try:
+            records = await hub().get_memory_details(ids)
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return records.to_dict()
+
+    @server.tool(annotations=writing, description=(
+        "Share one thing you learned so that other agents find it: an error and the fix that worked, "
+        "a correction the user made, a rule or pattern of this project, a preference. Write it so it "
+        "stands alone (the error text, where it happened, what fixed it). The hub classifies it, "
+        "scrubs secrets and merges it into an existing memory when it is a duplicate."))
+    async def upload_memory(
+        content: Annotated[str, Field(description="the error, rule or fact itself")],
+        context: Annotated[str, Field(description="where it happened: tool, versions, situation")] = "",
+        resolution: Annotated[str, Field(description="what fixed it or what to do instead")] = "",
+        tags: Annotated[list[str] | None, Field(description="a few short tags, e.g. python, docker")] = None,
+    ) -> dict[str, Any]:
+        try:
+            result = await hub().upload_memory(content, context=context, resolution=resolution, tags=tags)
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return result.to_dict()
+
+    @server.tool(annotations=reading, description=(
+        "A prompt-ready block of the most useful shared knowledge for a task, within a token budget: "
+        "the hub's HOT memories, then those relevant to the query. Use it at the start of a task to "
+        "load what other agents know about it in one call."))
+    async def get_context(
+        query: Annotated[str, Field(description="the task or problem; empty for the HOT memories only")] = "",
+        token_budget: Annotated[int, Field(ge=50, le=32000, description="the block's maximum size")] = 2000,
+    ) -> str:
+        try:
+            block = await hub().get_context(query, token_budget=token_budget)
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return block.context or "(no shared knowledge for this query yet)"
+
+    @server.tool(annotations=writing, description=(
+        "Extract memories from a piece of plain text (notes from an investigation, a post-mortem, "
+        "a summary of what went wrong and how it was fixed) and share them. Use upload_memory "
+        "instead when you already know the one memory to share."))
+    async def ingest_text(
+        text: Annotated[str, Field(description="the text to learn from")],
+    ) -> dict[str, Any]:
+        try:
+            result = await hub().ingest_text(text)
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return result.to_dict()
+
+    @server.tool(annotations=reading, description=(
+        "The skills published on the hub: procedures distilled from many agents' memories, each "
+        "with a slug and a description. Use it to find a skill for the task at hand, then read it "
+        "with get_skill."))
+    async def list_skills() -> dict[str, Any]:
+        try:
+            skills = await hub().list_skills()
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return {"skills": [{"slug": s.slug, "name": s.name, "description": s.description, "version": s.version}
+                           for s in skills]}
+
+    @server.tool(annotations=reading, description=(
+        "A skill's SKILL.md (its instructions) by slug, from list_skills. Use it when a skill "
+        "matches your task, and follow it."))
+    async def get_skill(
+        slug: Annotated[str, Field(description="the skill's slug")],
+    ) -> dict[str, Any]:
+        try:
+            skill = await hub().get_skill(slug)
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return {"slug": skill.slug, "name": skill.name, "version": skill.version, "markdown": skill.markdown}
+
+    @server.resource("skill://{slug}", name="skill", mime_type="text/markdown",
+                     description="A published skill's SKILL.md")
+    async def skill_resource(slug: str) -> str:
+        try:
+            skill = await hub().get_skill(slug)
+        except NotFoundError as error:
+            raise ResourceNotFoundError(f"no skill {slug!r} on the hub") from error
+        except UltronError as error:
+            raise ResourceError(str(error)) from error
+        if not skill.markdown:
+            raise ResourceNotFoundError(f"skill {slug!r} has no published SKILL.md yet")
+        return skill.markdown
+
+    return server
+
+
+def serve(*, url: str | None = None, token: str | None = None, http: bool = False, host: str = "127.0.0.1",
+          port: int = 8765) -> None:
+    server = build_server(url, token)
+    if http:
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")

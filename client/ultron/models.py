@@ -1,0 +1,243 @@
+"""What the hub answers, as typed records. Fields the hub adds later are ignored, so an older
+client keeps working against a newer hub; ``to_dict()`` gives the plain data back (the CLI's
+``--json`` and the MCP tools' results)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T", bound="Record")
+
+
+@dataclass
+class Record:
+    @classmethod
+    def from_api(cls: type[T], data: dict[str, Any]) -> T:
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class MemoryRecord(Record):
+    """A memory. From ``get_memory_details`` every field is filled; as a search result only the
+    summary fields are (``content``, ``resolution`` stay empty: read them with
+    ``get_memory_details``)."""
+
+    id: str
+    memory_type: str
+    tier: str = ""
+    status: str = "active"
+    tags: list[str] = field(default_factory=list)
+    hit_count: int = 0
+    summary_l0: str = ""
+    overview_l1: str = ""
+    content: str = ""
+    context: str = ""
+    resolution: str = ""
+    merge_pending: bool = False
+    redactions: dict[str, int] = field(default_factory=dict)
+    agent: str | None = None
+    source: str = ""
+    last_hit_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+class MemoryList(list[MemoryRecord]):
+    """``get_memory_details``' answer: the records found, in the order asked, plus ``missing``:
+    the ids that are unknown or archived."""
+
+    def __init__(self, records: list[MemoryRecord], missing: list[str]) -> None:
+        super().__init__(records)
+        self.missing = missing
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memories": [r.to_dict() for r in self], "missing": list(self.missing)}
+
+
+@dataclass
+class SearchResult(Record):
+    """One search hit: ``record`` (summary fields), cosine ``similarity_score`` and the ranking
+    ``score``."""
+
+    record: MemoryRecord
+    similarity_score: float
+    score: float
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> SearchResult:
+        return cls(record=MemoryRecord.from_api(data), similarity_score=float(data.get("similarity_score", 0.0)),
+                   score=float(data.get("score", 0.0)))
+
+
+@dataclass
+class UploadResult(Record):
+    """One upload's outcome: the memory it created (``merged`` False) or merged into."""
+
+    id: str
+    memory_type: str
+    tier: str
+    status: str
+    hit_count: int
+    merged: bool
+    merge_pending: bool = False
+    similarity_score: float | None = None
+    candidate_of: str | None = None
+    summary_l0: str = ""  # filled by ingest_text
+
+
+@dataclass
+class BatchItem(Record):
+    """One item of ``upload_memories``: its ``result``, or the ``error`` the hub gave it (the
+    other items are stored all the same)."""
+
+    index: int
+    result: UploadResult | None = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+@dataclass
+class TextIngestResult(Record):
+    """``ingest_text``: which extractor ran and the memories it stored or merged into."""
+
+    extractor: str
+    memories: list[UploadResult] = field(default_factory=list)
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> TextIngestResult:
+        return cls(extractor=str(data.get("extractor", "")),
+                   memories=[UploadResult.from_api(m) for m in data.get("memories", [])])
+
+
+@dataclass
+class ContextEntry(Record):
+    id: str
+    section: str
+    tokens: int
+
+
+@dataclass
+class Context(Record):
+    """A prompt-ready block (``context``) within ``token_budget``; ``tokens`` is its size."""
+
+    context: str
+    tokens: int
+    token_budget: int
+    memories: list[ContextEntry] = field(default_factory=list)
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> Context:
+        return cls(context=data["context"], tokens=data["tokens"], token_budget=data["token_budget"],
+                   memories=[ContextEntry.from_api(m) for m in data.get("memories", [])])
+
+
+@dataclass
+class Stats(Record):
+    total: int
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_tier: dict[str, int] = field(default_factory=dict)
+    by_type: dict[str, int] = field(default_factory=dict)
+    merge_pending: int = 0
+    embedding: dict[str, Any] | None = None
+
+
+@dataclass
+class Skill(Record):
+    """A skill; ``markdown`` (its SKILL.md) and ``memory_ids`` come with ``get_skill``."""
+
+    slug: str
+    name: str = ""
+    description: str = ""
+    status: str = ""
+    version: int | None = None
+    score: float | None = None
+    source_cluster: int | None = None
+    updated_at: str | None = None
+    markdown: str = ""
+    memory_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IngestFile(Record):
+    """One file of an ingest call: ``status`` is ``new``, ``changed``, ``unchanged`` or
+    ``skipped`` (with ``reason``)."""
+
+    name: str
+    status: str
+    session_id: int | None = None
+    reason: str = ""
+    lines: int = 0
+    messages: int = 0
+    malformed: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class IngestResult(Record):
+    """``ingest``: every file's outcome, and the ingest jobs the uploads made (one per request;
+    a large set of files is sent in several)."""
+
+    total_files: int = 0
+    files: list[IngestFile] = field(default_factory=list)
+    job_ids: list[str] = field(default_factory=list)
+
+    @property
+    def job_id(self) -> str | None:
+        """The last job's id (the only one when everything fitted in one request)."""
+        return self.job_ids[-1] if self.job_ids else None
+
+
+@dataclass
+class JobFile(Record):
+    name: str
+    status: str
+    session_id: int | None = None
+    segmentation: str = ""
+    segments: int = 0
+    scored: int = 0
+    extracted: int = 0
+    memories: int = 0
+    failed: int = 0
+    parked: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class JobProgress(Record):
+    """An ingest job's progress; ``done`` once every segment has been scored or finished."""
+
+    job_id: str
+    done: bool
+    created_at: str | None = None
+    segments: int = 0
+    scored: int = 0
+    extracted: int = 0
+    memories: int = 0
+    errors: int = 0
+    parked: int = 0
+    files: list[JobFile] = field(default_factory=list)
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> JobProgress:
+        base = {k: v for k, v in data.items() if k != "files"}
+        progress = super().from_api(base)
+        progress.files = [JobFile.from_api(f) for f in data.get("files", [])]
+        return progress
+
+
+@dataclass
+class Health(Record):
+    """``/api/health``: ``status`` is ``ok`` or ``degraded``; the checks as the hub reports them."""
+
+    status: str
+    database: dict[str, Any] = field(default_factory=dict)
+    embedding_model: dict[str, Any] = field(default_factory=dict)
+    llm: dict[str, Any] = field(default_factory=dict)
