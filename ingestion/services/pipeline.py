@@ -165,22 +165,29 @@ def segment_extract(*, segment_id: int) -> bool:
             segment_row.save(update_fields=["extracted_items"])
         session = segment_row.session
         done_items = set(SegmentMemory.objects.filter(segment=segment_row).values_list("item_index", flat=True))
-        for index, item in enumerate(segment_row.extracted_items):
-            if index in done_items or item.get("skipped"):
-                continue
+        pending = [(index, item) for index, item in enumerate(segment_row.extracted_items)
+                   if index not in done_items and not item.get("skipped")]
+        uploads = []
+        for index, item in pending:
             extracted = extract.Extracted.from_dict(item)
-            try:
-                with transaction.atomic():
-                    result = memory_services.memory_upload(
-                        content=extracted.content, context=extracted.context, resolution=extracted.resolution,
-                        tags=extracted.tags, agent=session.agent, source=Source.SEGMENT,
-                        memory_type=extracted.memory_type or None,
-                        provenance={"session": session.pk, "segment": segment_row.pk, "item": index},
-                    )
-                    SegmentMemory.objects.create(segment=segment_row, memory=result.memory, item_index=index)
-            except memory_services.MemoryInputError as exc:
-                segment_row.extracted_items[index] = {**item, "skipped": str(exc)[:300]}
-                segment_row.save(update_fields=["extracted_items"])
+            uploads.append({
+                "content": extracted.content, "context": extracted.context, "resolution": extracted.resolution,
+                "tags": extracted.tags, "memory_type": extracted.memory_type or None,
+                "provenance": {"session": session.pk, "segment": segment_row.pk, "item": index},
+            })
+        # One batch; each memory and its provenance link commit together (the hook runs inside
+        # the transaction that stored the memory).
+        results = memory_services.memories_upload(
+            items=uploads, agent=session.agent, source=Source.SEGMENT,
+            on_stored=lambda position, result: SegmentMemory.objects.create(
+                segment=segment_row, memory=result.memory, item_index=pending[position][0]),
+        )
+        refused = [(index, item, result) for (index, item), result in zip(pending, results, strict=True)
+                   if isinstance(result, memory_services.MemoryInputError)]
+        for index, item, error in refused:
+            segment_row.extracted_items[index] = {**item, "skipped": str(error)[:300]}
+        if refused:
+            segment_row.save(update_fields=["extracted_items"])
     except Exception as exc:
         attempt_failed(TaskSegment, segment_id, "extraction", exc)
         return False

@@ -1,5 +1,5 @@
-"""Plain text: extract memories from it and upload each through the memory funnel, while the
-caller waits."""
+"""Plain text: extract memories from it and upload them through the memory funnel (one batch),
+while the caller waits."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class TextIngestResult:
 
 
 def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
-    """Extract memories from plain text and upload each through the memory funnel."""
+    """Extract memories from plain text and upload them through the memory funnel, as one batch."""
     if not isinstance(text, str) or not text.strip():
         raise IngestError("text is required and must not be blank", field="text")
     if len(text) > settings.ULTRON_INGEST_MAX_TEXT_CHARS:
@@ -45,13 +45,15 @@ def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
         logger.warning("ingest_text: LLM extraction failed, using the offline extractor: %s", exc)
         items = extract.extract_text_offline(clean)
         extractor = "offline (LLM failed)"
+    results = memory_services.memories_upload(
+        items=[{"content": item.content, "context": item.context, "resolution": item.resolution, "tags": item.tags,
+                "memory_type": item.memory_type or None, "provenance": {"raw_upload": raw.pk}} for item in items],
+        agent=agent, source=Source.INGEST_TEXT,
+    )
     uploads = []
-    for item in items:
-        try:
-            uploads.append(memory_services.memory_upload(
-                content=item.content, context=item.context, resolution=item.resolution, tags=item.tags,
-                agent=agent, source=Source.INGEST_TEXT, provenance={"raw_upload": raw.pk},
-            ))
-        except memory_services.MemoryInputError as exc:
-            logger.info("ingest_text: skipped an extracted item: %s", exc)
+    for result in results:
+        if isinstance(result, memory_services.MemoryInputError):
+            logger.info("ingest_text: skipped an extracted item: %s", result)
+        else:
+            uploads.append(result)
     return TextIngestResult(raw, uploads, extractor)

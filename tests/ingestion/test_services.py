@@ -131,12 +131,14 @@ def test_llm_segmentation_failure_is_recorded_retried_and_parked(agent, openai_l
     session = SessionRecord.objects.get(pk=result.session_id)
     assert session.segmentation == WorkState.FAILED and session.attempts == 1
     assert "no usable reply" in session.last_error and TaskSegment.objects.count() == 0
+    assert openai_llm.asked_kinds() == ["segment"] * 3
     # recovery: the model answers properly on the next run
     openai_llm.script('{"segments": [{"start": 0, "end": 7, "topic": "docker pip network"}]}')
     assert services.sessions_segment() == {"claimed": 1, "segmented": 1, "failed": 0}
     session.refresh_from_db()
     assert session.segmentation == WorkState.DONE and session.attempts == 0 and session.last_error == ""
     assert TaskSegment.objects.get().topic == "docker pip network"
+    assert openai_llm.asked_kinds() == ["segment"] * 4
 
 
 def test_repeated_failures_park_the_item(agent, openai_llm, settings):
@@ -150,6 +152,7 @@ def test_repeated_failures_park_the_item(agent, openai_llm, settings):
     session = SessionRecord.objects.get(pk=result.session_id)
     assert session.segmentation == WorkState.PARKED and session.attempts == 2
     assert services.sessions_segment()["claimed"] == 0  # parked items wait for a person
+    assert openai_llm.asked_kinds() == ["segment", "segment"]  # one per run, none once parked
 
 
 def test_llm_extraction_failure_never_marks_a_segment_done(agent, openai_llm, settings):
@@ -166,6 +169,7 @@ def test_llm_extraction_failure_never_marks_a_segment_done(agent, openai_llm, se
     assert segment.scoring == WorkState.DONE and segment.extraction == WorkState.FAILED
     assert segment.attempts == 1 and segment.last_error and segment.extracted_items is None
     assert Memory.objects.count() == 0
+    assert openai_llm.asked_kinds() == ["segment", "score", "extract", "extract", "extract"]
 
 
 def test_a_crash_mid_extraction_resumes_without_losing_or_doubling(agent, openai_llm, monkeypatch):
@@ -180,26 +184,32 @@ def test_a_crash_mid_extraction_resumes_without_losing_or_doubling(agent, openai
         '{"score": 0.9, "task_type": "debugging", "completed": true, "errors_met": true, '
         '"errors_resolved": true, "reusable": true, "reasons": []}',
         json.dumps({"memories": items}),
-        *(['{"memory_type": "pattern"}'] * 10),
-        *(['{"summary_l0": "s", "overview_l1": "o"}'] * 10),
+        # One per extracted memory, the second one twice (classified again after the crash);
+        # summaries wait for commit.
+        *(['{"memory_type": "pattern"}'] * 4),
     )
     services.session_segment(session_id=result.session_id)
     services.segments_score()
-    real_upload = pipeline.memory_services.memory_upload
+    real_upload = pipeline.memory_services.memories_upload
     calls = {"n": 0}
 
     def crashing_upload(**kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt("worker killed")  # not an Exception: nothing catches it
-        return real_upload(**kwargs)
+        link = kwargs["on_stored"]
 
-    monkeypatch.setattr(pipeline.memory_services, "memory_upload", crashing_upload)
+        def crash_on_the_second(position, stored):
+            calls["n"] += 1
+            if calls["n"] == 2:  # while the second memory is being stored, before its link
+                raise KeyboardInterrupt("worker killed")  # not an Exception: nothing catches it
+            link(position, stored)
+
+        return real_upload(**{**kwargs, "on_stored": crash_on_the_second})
+
+    monkeypatch.setattr(pipeline.memory_services, "memories_upload", crashing_upload)
     segment = TaskSegment.objects.get()
     with pytest.raises(KeyboardInterrupt):
         services.segment_extract(segment_id=segment.pk)
     assert Memory.objects.count() == 1 and SegmentMemory.objects.count() == 1
-    monkeypatch.setattr(pipeline.memory_services, "memory_upload", real_upload)
+    monkeypatch.setattr(pipeline.memory_services, "memories_upload", real_upload)
     TaskSegment.objects.filter(pk=segment.pk).update(lease_until=None)  # the dead worker's lease
     assert services.segments_extract()["extracted"] == 1
     assert SegmentMemory.objects.count() == 3 and Memory.objects.count() == 3
@@ -288,6 +298,7 @@ def test_text_ingest_falls_back_to_rules_when_the_llm_fails(agent, openai_llm):
     openai_llm.script("nonsense", "nonsense", "nonsense", '{"memory_type": "preference"}')
     result = services.text_ingest(agent=agent, text="We always use ruff instead of flake8 in this team.")
     assert result.extractor.startswith("offline") and len(result.uploads) == 1
+    assert openai_llm.asked_kinds() == ["extract", "extract", "extract", "classify"]
 
 
 def test_raw_archive_can_store_redacted_text(agent, settings, django_capture_on_commit_callbacks):
