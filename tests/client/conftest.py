@@ -42,3 +42,18 @@ def hub(live_server, agent_token, monkeypatch) -> Hub:
     monkeypatch.setenv("ULTRON_URL", live_server.url)
     monkeypatch.setenv("ULTRON_TOKEN", agent_token)
     return Hub(url=live_server.url, token=agent_token)
+
+
+@pytest.fixture
+def skill(hub) -> str:
+    """A skill published from a cluster of six memories, as the pipeline's crystallization does
+    it offline; its slug."""
+    from clusters.services import cluster_crystallize
+    from memories.services import embedding_space_ensure
+    from tests.clusters.test_services import _fill
+
+    embedding_space_ensure()
+    members = _fill(6)
+    version = cluster_crystallize(cluster_id=members[0].cluster_member.cluster_id)
+    assert version is not None and version.status == "published"
+    return version.skill.slug
