@@ -7,12 +7,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint bench
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml client/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) and "Python 3.11 is required")'
 	# torch first, pinned, so nothing pulls in a CUDA build.
 	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet ".[dev]"
+	# The hub with its dev tools, and the agents' client (client/, editable so the tests run its
+	# source) with the MCP SDK for `ultron mcp`.
+	$(PY) -m pip install --quiet ".[dev]" -e "./client[mcp]"
 	@touch $(STAMP)
 
 # The browser tests drive Debian's Chromium; as root on Debian, install it where it is missing.

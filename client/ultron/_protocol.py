@@ -145,7 +145,7 @@ def drive(operation: Operation[T], *, base_url: str, policy: RetryPolicy) -> Gen
         try:
             step = operation.throw(error) if error is not None else operation.send(value)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+            return stop.value
         value, error = None, None
         if isinstance(step, Sleep):
             yield step

@@ -80,7 +80,7 @@ class Ultron(_Base):
             try:
                 step = steps.throw(error) if error is not None else steps.send(sent)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                return stop.value
             sent, error = None, None
             if isinstance(step, Sleep):
                 time.sleep(step.seconds)
@@ -171,7 +171,7 @@ class AsyncUltron(_Base):
             try:
                 step = steps.throw(error) if error is not None else steps.send(sent)
             except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                return stop.value
             sent, error = None, None
             if isinstance(step, Sleep):
                 await asyncio.sleep(step.seconds)
