@@ -3,16 +3,22 @@ serializes the result; ingestion errors become responses in the project's except
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import renderers, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ingestion import selectors, services
+from ingestion import selectors, services, training
 from ingestion.formats import ACCEPTED, accepted_name
 from ingestion.services import IngestError
 from memories.api import UploadResultSerializer
@@ -95,3 +101,47 @@ class IngestTextApi(APIView):
         created = any(not u.merged for u in result.uploads)
         return Response({"extractor": result.extractor, "memories": self.MemorySerializer(result.uploads, many=True).data},
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class JsonLinesRenderer(renderers.BaseRenderer):
+    """``application/x-ndjson``: what the export streams; an error is one JSON line too."""
+
+    media_type = "application/x-ndjson"
+    format = "jsonl"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+        return (json.dumps(data, ensure_ascii=False) + "\n").encode()
+
+
+class TrajectoryExportApi(APIView):
+    """Training data (staff only): task segments scoring at least ``min_score`` (default
+    ``ULTRON_SFT_MIN_SCORE``) as chat fine-tuning JSONL, one ``{"messages": [...]}`` per segment,
+    redacted, streamed as it is read."""
+
+    permission_classes = [IsAdminUser]
+    renderer_classes = [renderers.JSONRenderer, JsonLinesRenderer]
+
+    class FilterSerializer(serializers.Serializer):
+        min_score = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+        task_type = serializers.ChoiceField(choices=training.TASK_TYPES, required=False)
+        since = serializers.DateTimeField(required=False, help_text="segments created at or after this "
+                                                                     "(ISO 8601 date or date-time; UTC if no zone)")
+
+    @extend_schema(
+        parameters=[FilterSerializer],
+        responses={(200, "application/x-ndjson"): OpenApiResponse(
+            OpenApiTypes.STR, description='one JSON object per line: {"messages": [...]} in the OpenAI chat '
+                                          "fine-tuning shape")},
+    )
+    def get(self, request: Request) -> StreamingHttpResponse:
+        data = self.FilterSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        lines = training.sft_lines(
+            min_score=params.get("min_score", settings.ULTRON_SFT_MIN_SCORE),
+            task_type=params.get("task_type"), since=params.get("since"),
+        )
+        response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="training.jsonl"'
+        return response

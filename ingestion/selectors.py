@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Q
@@ -81,3 +83,16 @@ def job_progress(*, job: IngestJob) -> dict[str, Any]:
         for f in files
     )
     return {"job_id": str(job.pk), "created_at": job.created_at, "done": not pending, **totals, "files": files}
+
+
+def segments_for_training(
+    *, min_score: float, task_type: str | None = None, since: datetime | None = None
+) -> Iterator[TaskSegment]:
+    """Scored segments at or above ``min_score`` (of ``task_type``, created at or after
+    ``since``), oldest first, read from the database in chunks (an export can be large)."""
+    queryset = TaskSegment.objects.filter(score__gte=min_score)
+    if task_type:
+        queryset = queryset.filter(task_type=task_type)
+    if since is not None:
+        queryset = queryset.filter(created_at__gte=since)
+    return queryset.only("pk", "messages").order_by("created_at", "pk").iterator(chunk_size=100)

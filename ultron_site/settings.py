@@ -434,6 +434,11 @@ ULTRON_SEGMENT_MIN_SCORE = env_float(
     "ULTRON_SEGMENT_MIN_SCORE", 0.7, minimum=0.0, maximum=1.0, group="ingestion",
     help="Segments scoring at least this are eligible for memory extraction.",
 )
+ULTRON_SFT_MIN_SCORE = env_float(
+    "ULTRON_SFT_MIN_SCORE", 0.8, minimum=0.0, maximum=1.0, group="ingestion",
+    help="Task segments scoring at least this are exported as training data (GET /api/trajectories/export, "
+         "manage.py export_sft) when the request names no min_score.",
+)
 # Pipeline work items: batch size, attempts before parking, first retry delay (doubles).
 ULTRON_PIPELINE_BATCH = env_int(
     "ULTRON_PIPELINE_BATCH", 20, minimum=1, maximum=1000, group="tuning",

@@ -65,7 +65,7 @@ _DEDUP_LOCK = int.from_bytes(hashlib.sha256(b"ultron:dedup").digest()[:8], "big"
 # At most this many memories are cleaned, embedded and checked together (an API batch's limit).
 UPLOAD_BATCH_MAX = 100
 
-StoredHook = Callable[[int, UploadResult], None]
+StoredHook = Callable[[int, UploadResult], object]
 
 
 def memory_upload(
@@ -126,7 +126,7 @@ def memories_upload(
 
 def _funnel(
     clean: CleanMemory, vector: list[float], memory_type: str | None, *, agent: Agent | None, source: str,
-    provenance: dict, on_stored: Callable[[UploadResult], None] | None = None,
+    provenance: dict, on_stored: Callable[[UploadResult], object] | None = None,
 ) -> UploadResult:
     """Classify (unless the type is given), then merge into the duplicate or store as new."""
     if memory_type not in MemoryType.values:
