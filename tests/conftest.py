@@ -50,9 +50,12 @@ def outsider_api(db) -> APIClient:
 
 @pytest.fixture
 def fake_llm_server():
+    """The fake model server; a test that leaves scripted replies unused fails (the LLM path
+    it meant to exercise did not run as scripted)."""
     server = FakeLLMServer().start()
     yield server
     server.stop()
+    server.assert_used_up()
 
 
 @pytest.fixture

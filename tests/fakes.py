@@ -20,6 +20,21 @@ import numpy as np
 Reply = str | Callable[[dict], Any] | tuple[int, dict]
 
 
+# The opening of each judgement's system prompt, and the kind of question it asks.
+_KINDS = [
+    ("You classify", "classify"),
+    ("Summarise one", "summarize"),
+    ("Merge several", "merge"),
+    ("Two pieces of agent experience", "same_subject"),
+    ("You split an agent", "segment"),
+    ("You grade one task segment", "score"),
+    ("Extract reusable", "extract"),
+    ("Name the common topic", "cluster_topic"),
+    ("Write a reusable skill", "skill_draft"),
+    ("Check each numbered claim", "skill_verify"),
+]
+
+
 def fake_vector(text: str, dims: int) -> list[float]:
     seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
     vector = np.random.default_rng(seed).normal(size=dims)
@@ -41,9 +56,11 @@ class FakeLLMServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+                # The reply is taken when the request arrives, so a request the client gave up
+                # on (a timeout) still used its scripted reply.
+                status, payload = server.respond(self.path, body, dict(self.headers))
                 if server.delay:
                     time.sleep(server.delay)
-                status, payload = server.respond(self.path, body, dict(self.headers))
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -73,8 +90,31 @@ class FakeLLMServer:
     def script(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 
+    def assert_used_up(self) -> None:
+        """Fail when scripted replies are left: the code under test made fewer model calls than
+        the test expected (it took another path, or stopped early)."""
+        unused = [r if isinstance(r, str | tuple) else getattr(r, "__name__", repr(r)) for r in self.replies]
+        count = len(unused)
+        assert not unused, f"{count} scripted LLM repl{'y' if count == 1 else 'ies'} left unused: {unused!r:.500}"
+
     def chat_requests(self) -> list[dict]:
         return [r for r in self.requests if "generation" in r["path"] or "chat/completions" in r["path"]]
+
+    def asked(self) -> list[tuple[str, str]]:
+        """What the model was asked, in order: (kind, user message) per chat request, the kind
+        told by the system prompt's opening (``other`` when none matches)."""
+        asked = []
+        for request in self.chat_requests():
+            body = request["body"]
+            messages = body.get("messages") or body.get("input", {}).get("messages") or []
+            system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+            user = next((m["content"] for m in messages if m.get("role") == "user"), "")
+            kind = next((name for opening, name in _KINDS if system.startswith(opening)), "other")
+            asked.append((kind, user))
+        return asked
+
+    def asked_kinds(self) -> list[str]:
+        return [kind for kind, _ in self.asked()]
 
     def _next_text(self, body: dict) -> tuple[int, str | dict]:
         if not self.replies:

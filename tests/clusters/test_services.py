@@ -114,6 +114,9 @@ def test_a_merge_that_rewrites_a_memory_moves_the_centroid(agent, openai_llm, dj
     member = ClusterMember.objects.get(memory_id=first.memory.pk)
     assert list(member.vector) == list(Memory.objects.get(pk=first.memory.pk).embedding)
     assert_centroid_exact(cluster)
+    # the model did rewrite the memory (the merge ran), so the vector did move
+    assert openai_llm.asked_kinds() == ["classify", "summarize", "classify", "merge", "summarize"]
+    assert Memory.objects.get(pk=first.memory.pk).content.startswith("Django must wait for PostgreSQL")
 
 
 def test_initial_clustering_is_deterministic():
@@ -212,6 +215,7 @@ def test_verification_fails_closed_on_an_unsupported_claim(openai_llm):
     version = services.cluster_crystallize(cluster_id=cluster.pk)
     assert version.status == SkillStatus.REJECTED and "not supported" in version.reason
     assert Skill.objects.get().status == SkillStatus.DRAFT
+    assert openai_llm.asked_kinds() == ["skill_draft", "skill_verify"]
 
 
 def test_verification_fails_closed_when_the_llm_fails(openai_llm):
@@ -219,6 +223,7 @@ def test_verification_fails_closed_when_the_llm_fails(openai_llm):
     openai_llm.script(json.dumps(DRAFT), "garbage", (500, {}), "{}")
     version = services.cluster_crystallize(cluster_id=cluster.pk)
     assert version.status == SkillStatus.REJECTED and "verification failed" in version.reason
+    assert openai_llm.asked_kinds() == ["skill_draft", "skill_verify", "skill_verify", "skill_verify"]
 
 
 def test_a_failed_draft_is_recorded_and_waits_for_new_members(openai_llm):
@@ -227,6 +232,7 @@ def test_a_failed_draft_is_recorded_and_waits_for_new_members(openai_llm):
     assert services.cluster_crystallize(cluster_id=cluster.pk) is None
     cluster.refresh_from_db()
     assert cluster.last_crystallization_result == "failed" and services.readiness(cluster) is None
+    assert openai_llm.asked_kinds() == ["skill_draft"] * 3
 
 
 def _verdict(n: int) -> str:

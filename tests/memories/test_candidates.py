@@ -141,6 +141,7 @@ def test_llm_failure_leaves_the_candidate_open_for_a_curator(agent, band, openai
     assert not second.merged and second.candidate_of is not None
     candidate = MergeCandidate.objects.get()
     assert candidate.status == CandidateStatus.OPEN and candidate.llm_verdict is None
+    assert openai_llm.asked_kinds() == ["classify", "classify", "same_subject", "same_subject", "same_subject"]
 
 
 def test_curator_reviews_candidates_in_the_admin(agent, band, client):

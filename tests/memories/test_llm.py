@@ -102,6 +102,9 @@ def test_dashscope_errors_fall_back_to_rules(dashscope_llm, settings):
 def test_dashscope_bad_key_falls_back(dashscope_llm, settings):
     settings.DASHSCOPE_API_KEY = "sk-wrong"
     assert classify("I prefer tabs over spaces", "", "") == "preference"
+    # the model was asked, with the wrong key, and refused: the rules decided
+    asked = dashscope_llm.chat_requests()
+    assert asked and all(r["headers"]["Authorization"] == "Bearer sk-wrong" for r in asked)
 
 
 def test_llm_timeout_is_enforced(openai_llm, settings):
@@ -111,6 +114,27 @@ def test_llm_timeout_is_enforced(openai_llm, settings):
     openai_llm.script('{"memory_type": "security"}', '{"memory_type": "security"}')
     # Both attempts time out: the rules decide.
     assert classify("I prefer tabs over spaces", "", "") == "preference"
+    assert openai_llm.asked_kinds() == ["classify", "classify"]
+
+
+def test_the_fake_server_fails_a_test_that_leaves_scripted_replies_unused(settings):
+    """The check the fake_llm_server fixture makes after every test: a reply the code never
+    asked for means the LLM path the test meant to exercise did not run as scripted."""
+    from tests.fakes import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    try:
+        settings.ULTRON_LLM_PROVIDER = "openai"
+        settings.OPENAI_BASE_URL = f"{server.url}/v1"
+        settings.ULTRON_LLM_MODEL = "fake-model"
+        server.script('{"memory_type": "security"}', '{"summary_l0": "s", "overview_l1": "o"}')
+        assert classify("I prefer tabs over spaces", "", "") == "security"
+    finally:
+        server.stop()
+    with pytest.raises(AssertionError, match="1 scripted LLM reply left unused"):
+        server.assert_used_up()
+    server.replies.clear()
+    server.assert_used_up()
 
 
 def test_llm_summaries_are_held_to_their_budgets(openai_llm):
@@ -118,6 +142,7 @@ def test_llm_summaries_are_held_to_their_budgets(openai_llm):
     openai_llm.script(json.dumps({"summary_l0": long, "overview_l1": long}))
     l0, l1 = summarize("content", "", "")
     assert len(l0.split()) <= 66 and len(l1.split()) <= 258
+    assert l0.startswith("word word") and openai_llm.asked_kinds() == ["summarize"]
 
 
 def test_dashscope_embeddings_through_the_real_sdk(dashscope_llm, settings):

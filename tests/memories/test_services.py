@@ -101,6 +101,9 @@ def test_soft_band_asks_the_llm_and_merges_on_yes(agent, settings, openai_llm):
     second = memory_upload(**ERROR_REWORDED, agent=agent)
     assert second.merged and second.match_reason == "llm"
     assert second.memory.pk == first.memory.pk
+    assert openai_llm.asked_kinds() == ["classify", "classify", "same_subject"]
+    asked = openai_llm.asked()[-1][1]
+    assert ERROR["content"] in asked and ERROR_REWORDED["content"] in asked
 
 
 def test_soft_band_llm_says_no_creates_a_new_memory(agent, settings, openai_llm):
@@ -111,6 +114,8 @@ def test_soft_band_llm_says_no_creates_a_new_memory(agent, settings, openai_llm)
     openai_llm.script('{"memory_type": "error"}', '{"same_subject": false}')
     second = memory_upload(**ERROR_REWORDED, agent=agent)
     assert not second.merged
+    assert openai_llm.asked_kinds() == ["classify", "classify", "same_subject"]
+    assert Memory.objects.filter(status=Status.ACTIVE).count() == 2
 
 
 # Same error and fix, but a different version: close in embedding space, different advice.
@@ -171,6 +176,10 @@ def test_llm_merge_rewrites_the_memory_reembeds_and_clears_pending(agent, openai
     assert after.content_hash != before.content_hash
     assert list(after.embedding) != list(before.embedding)
     assert after.contributions.get().merged_at is not None
+    assert openai_llm.asked_kinds() == ["classify", "classify", "merge", "summarize"]
+    merge_prompt = openai_llm.asked()[2][1]
+    assert ERROR["content"] in merge_prompt and ERROR_REWORDED["content"] in merge_prompt
+    assert merged_text["content"] in openai_llm.asked()[3][1]  # the summary is of the merged text
 
 
 def test_failed_llm_merge_leaves_memory_pending_and_retry_completes_it(agent, openai_llm, django_capture_on_commit_callbacks):
@@ -182,6 +191,7 @@ def test_failed_llm_merge_leaves_memory_pending_and_retry_completes_it(agent, op
         memory_upload(**ERROR_REWORDED, agent=agent)
     memory = Memory.objects.get(pk=first.memory.pk)
     assert memory.merge_pending and memory.content == ERROR["content"]
+    assert openai_llm.asked_kinds() == ["classify", "classify", "merge", "merge", "merge"]
     openai_llm.script(
         json.dumps({"content": "Merged: start Django only after PostgreSQL accepts connections",
                     "context": "", "resolution": "db healthcheck", "tags": []}),
@@ -190,6 +200,9 @@ def test_failed_llm_merge_leaves_memory_pending_and_retry_completes_it(agent, op
     assert services.memories_merge_retry() == {"attempted": 1, "merged": 1, "pending": 0}
     memory.refresh_from_db()
     assert not memory.merge_pending and memory.content.startswith("Merged:")
+    # the retry asked the model again, with the pending contribution, then summarised the result
+    assert openai_llm.asked_kinds()[5:] == ["merge", "summarize"]
+    assert ERROR_REWORDED["content"] in openai_llm.asked()[5][1]
 
 
 def test_merge_that_only_changes_tags_does_not_reembed(agent, openai_llm):
@@ -204,7 +217,7 @@ def test_merge_that_only_changes_tags_does_not_reembed(agent, openai_llm):
     assert after.tags == ["compose"]
     assert after.content_hash == before.content_hash
     assert list(after.embedding) == list(before.embedding)
-    assert len(openai_llm.chat_requests()) == 3  # classify, classify, merge: no summary call
+    assert openai_llm.asked_kinds() == ["classify", "classify", "merge"]  # no summary call
 
 
 def test_invalid_input_raises_with_the_field(agent):
