@@ -233,6 +233,21 @@ def test_lexeme_counts_come_from_the_planner_statistics():
     assert counts["kubernet"] == pytest.approx(30, rel=0.1)
 
 
+def test_lexeme_statistics_are_cached_per_process():
+    make(unit(360), content="kubernetes ingress note")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    first = keywords.lexeme_stats()
+    assert first.rows >= 1 and "kubernet" in first.counts
+    assert keywords.lexeme_stats() is first  # not read again: the next test must not inherit it
+
+
+def test_each_test_starts_without_cached_lexeme_statistics():
+    """Runs after the test above (file order), which leaves statistics of its own rows cached:
+    the autouse fixture in tests/conftest.py drops them between tests."""
+    assert keywords._stats_cache == {}
+
+
 def test_a_rare_query_word_weighs_more_than_a_common_one():
     for i in range(40):
         make(unit(300 + i), content=f"deploy log entry {i}")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from io import StringIO
 
 import pytest
@@ -146,30 +147,58 @@ def services_embed(text: str) -> list[float]:
     return [float(x) for x in get_embedder().embed([text])[0]]
 
 
+@contextmanager
+def _dashscope_embeddings(settings, dimensions: int):
+    """DashScope-sized vectors from the fake server for the duration; afterwards, whatever
+    happened inside (a failed assertion included), the settings and the column are back as they
+    were. The column change is DDL committed by a transactional test: left behind, it would
+    break every later test."""
+    from memories.selectors import embedding_column_dimensions
+    from tests.fakes import FakeLLMServer
+
+    names = ["ULTRON_EMBEDDING_PROVIDER", "ULTRON_EMBEDDING_MODEL", "ULTRON_EMBEDDING_DIMENSIONS",
+             "DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL"]
+    before = {name: getattr(settings, name) for name in names}
+    server = FakeLLMServer().start()
+    try:
+        settings.ULTRON_EMBEDDING_PROVIDER = "dashscope"
+        settings.ULTRON_EMBEDDING_MODEL = "text-embedding-v4"
+        settings.ULTRON_EMBEDDING_DIMENSIONS = dimensions
+        settings.DASHSCOPE_API_KEY = "sk-fake-dashscope-key-000000000000"
+        settings.DASHSCOPE_BASE_URL = f"{server.url}/api/v1"
+        yield server
+    finally:
+        server.stop()
+        for name, value in before.items():
+            setattr(settings, name, value)
+        if embedding_column_dimensions() != before["ULTRON_EMBEDDING_DIMENSIONS"]:
+            call_command("reembed", stdout=StringIO(), stderr=StringIO())
+
+
 @pytest.mark.django_db(transaction=True)
 def test_reembed_into_a_new_dimension_rebuilds_the_column(agent, settings):
     """A real dimension change: DashScope-sized vectors from the fake server, then back."""
     memory_upload(content="Use a partial HNSW index per memory type", agent=agent)
     from memories.selectors import embedding_column_dimensions
-    from tests.fakes import FakeLLMServer
 
-    server = FakeLLMServer().start()
-    try:
-        settings.ULTRON_EMBEDDING_PROVIDER = "dashscope"
-        settings.ULTRON_EMBEDDING_MODEL = "text-embedding-v4"
-        settings.ULTRON_EMBEDDING_DIMENSIONS = 256
-        settings.DASHSCOPE_API_KEY = "sk-fake-dashscope-key-000000000000"
-        settings.DASHSCOPE_BASE_URL = f"{server.url}/api/v1"
+    with _dashscope_embeddings(settings, 256):
         call_command("reembed", stdout=StringIO(), stderr=StringIO())
         assert embedding_column_dimensions() == 256
         assert len(Memory.objects.get().embedding) == 256
-    finally:
-        server.stop()
-        settings.ULTRON_EMBEDDING_PROVIDER = "local"
-        settings.ULTRON_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-        settings.ULTRON_EMBEDDING_DIMENSIONS = 384
-    call_command("reembed", stdout=StringIO(), stderr=StringIO())
     assert embedding_column_dimensions() == 384
+    assert len(Memory.objects.get().embedding) == 384
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_test_failing_after_a_dimension_change_still_restores_the_column(settings):
+    from memories.selectors import embedding_column_dimensions
+
+    with pytest.raises(AssertionError, match="the test body failed"):
+        with _dashscope_embeddings(settings, 128):
+            call_command("reembed", stdout=StringIO(), stderr=StringIO())
+            assert embedding_column_dimensions() == 128
+            raise AssertionError("the test body failed")
+    assert embedding_column_dimensions() == settings.ULTRON_EMBEDDING_DIMENSIONS == 384
 
 
 def test_admin_pages_render_for_a_superuser(client, agent):
