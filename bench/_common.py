@@ -15,7 +15,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EVAL_DIR = Path(os.environ.get("ULTRON_EVAL_DIR", ROOT.parent / "shared" / "eval"))
+
+
+def eval_dir() -> Path:
+    """Where the third-party evaluation data is: ``ULTRON_EVAL_DIR``, else ``../shared/eval``
+    beside the checkout. The one definition, for the benches and the tests alike."""
+    return Path(os.environ.get("ULTRON_EVAL_DIR") or ROOT.parent / "shared" / "eval")
+
+
+EVAL_DIR = eval_dir()
 
 
 def django_setup() -> None:

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from bench._common import eval_dir
 from ingestion.parsing import parse_jsonl
 
-EVAL = Path(__file__).resolve().parents[3] / "shared" / "eval" / "transcripts" / "claude_code"
+EVAL = eval_dir() / "transcripts" / "claude_code"
 
 
 def jsonl(*rows) -> bytes:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from bench._common import eval_dir
 from ingestion import services
 from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegment, WorkState
 from ingestion.parsing import parse_jsonl
@@ -17,7 +18,7 @@ from memories.models import Memory, Status
 from memories.providers.llm import InvalidReply
 
 pytestmark = pytest.mark.django_db
-EVAL = Path(__file__).resolve().parents[3] / "shared" / "eval" / "transcripts" / "claude_code"
+EVAL = eval_dir() / "transcripts" / "claude_code"
 
 DOCKER_TASK = [
     {"role": "user", "content": "pip install fails inside my Docker build, please fix it"},

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from bench._common import eval_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-EVAL = Path(os.environ.get("ULTRON_EVAL_DIR", ROOT.parent / "shared" / "eval"))
+EVAL = eval_dir()
 
 
 def _run(*args: str) -> dict:

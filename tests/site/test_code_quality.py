@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,4 +92,21 @@ def test_the_product_does_not_point_at_the_workshop():
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if "SPEC §" in line or "SPEC.md" in line or "shared/seeds" in line:
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, offenders
+
+
+def test_the_eval_data_is_found_through_one_helper(monkeypatch, tmp_path):
+    """Benches and tests read ../shared/eval through bench._common.eval_dir, which honours
+    ULTRON_EVAL_DIR; a module building the path itself would ignore it."""
+    from bench._common import eval_dir
+
+    monkeypatch.setenv("ULTRON_EVAL_DIR", str(tmp_path))
+    assert eval_dir() == tmp_path
+    monkeypatch.delenv("ULTRON_EVAL_DIR")
+    assert eval_dir() == ROOT.parent / "shared" / "eval"
+    own_path = re.compile(r"""["']shared["']\s*/\s*["']eval["']|environ[^\n]*ULTRON_EVAL_DIR""")
+    offenders = [str(path.relative_to(ROOT)) for path in [*sorted((ROOT / "tests").rglob("*.py")),
+                                                           *sorted((ROOT / "bench").glob("*.py"))]
+                 if path != ROOT / "bench" / "_common.py" and path != Path(__file__)
+                 and own_path.search(path.read_text())]
     assert not offenders, offenders
