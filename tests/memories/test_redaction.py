@@ -346,10 +346,10 @@ def test_every_credential_family_is_kept_out_of_every_table_whatever_the_way_in(
             response = api.post(reverse("memory-upload"), {
                 "content": f"Login failed until the config was fixed: {case['line']}",
                 "resolution": case["line"], "tags": [case["secret"][:60]]}, format="json")
-            assert response.status_code in (200, 201), response.json()
+            assert response.status_code == 201, response.json()  # a memory per family: none alike
         response = api.post(reverse("ingest-text"), {"text": "Error: 401 Unauthorized\nCause: " + "\n".join(lines)
                                                      + "\nFix: rotate the credentials"}, format="json")
-        assert response.status_code in (200, 201), response.json()
+        assert response.status_code == 201, response.json()
         upload = SimpleUploadedFile("run.jsonl", session.encode(), content_type="application/jsonl")
         response = api.post(reverse("ingest"), {"files": [upload]}, format="multipart")
         assert response.status_code == 202, response.json()
