@@ -68,23 +68,23 @@ def _batch_item(memory: Mapping[str, Any] | str) -> dict[str, Any]:
 
 
 def upload_memories(memories: Sequence[Mapping[str, Any] | str]) -> Operation[list[BatchItem]]:
-    """Batch upload, 100 items a request: per-item results in order, an item the hub refused
-    carrying its error while the others are stored."""
+    """Batch upload, 100 items a request (the hub's limit): one result per item, in order; an
+    item the hub refused carries its error while the others are stored."""
     items = [_batch_item(m) for m in memories]
+    if not items:
+        raise UsageError("give at least one memory")
     out: list[BatchItem] = []
     for start in range(0, len(items), MAX_BATCH):
         chunk = items[start:start + MAX_BATCH]
         data = yield Request("POST", "/api/memories/upload", json={"memories": chunk}, timeout=UPLOAD_TIMEOUT)
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list) or len(results) != len(chunk):
-            raise UsageError("the hub does not take batch uploads ({\"memories\": [...]}): upgrade it, or "
-                             "call upload_memory once per memory")
-        for offset, result in enumerate(results):
-            index = start + offset
-            if isinstance(result, dict) and "error" in result:
-                out.append(BatchItem(index=index, error=result))
-            else:
-                out.append(BatchItem(index=index, result=UploadResult.from_api(result)))
+            raise UsageError("the hub did not answer with one result per memory: does it take batch uploads "
+                             "({\"memories\": [...]})? Upgrade it, or call upload_memory for each memory")
+        for offset, item in enumerate(results):
+            result = item.get("result")
+            out.append(BatchItem(index=start + offset, status=int(item.get("status", 0)),
+                                 result=UploadResult.from_api(result) if result else None, error=item.get("error")))
     return out
 
 

@@ -93,10 +93,13 @@ class UploadResult(Record):
 
 @dataclass
 class BatchItem(Record):
-    """One item of ``upload_memories``: its ``result``, or the ``error`` the hub gave it (the
-    other items are stored all the same)."""
+    """One item of ``upload_memories``, at ``index`` in the list given: ``status`` is what a
+    single upload would have answered (201 stored, 200 merged, 400 refused); ``result`` as
+    ``upload_memory`` returns it, or ``error`` (the hub's ``{error, message, field}``, the field
+    naming the item, e.g. ``memories[3].content``). A refused item does not stop the others."""
 
     index: int
+    status: int
     result: UploadResult | None = None
     error: dict[str, Any] | None = None
 

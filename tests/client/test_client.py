@@ -174,3 +174,30 @@ def test_ingest_text_extracts_memories(hub):
         "3. Cause: container has no outbound network\n4. Fix: configure a proxy or use --network host\n"))
     assert result.extractor == "offline" and result.memories
     assert result.memories[0].memory_type and result.memories[0].summary_l0
+
+
+def test_upload_memories_sends_batches_with_a_result_or_error_per_item(hub):
+    ultron = Ultron()
+    items = ultron.upload_memories([
+        PANDAS,
+        {"content": "   ", "context": "blank"},
+        {**PANDAS, "content": PANDAS["content"].upper(), "tags": ["extra"]},
+        "Prefer ruff over flake8 in this repository",  # a bare string is its content
+    ])
+    assert [(i.index, i.status, i.ok) for i in items] == [(0, 201, True), (1, 400, False), (2, 200, True),
+                                                          (3, 201, True)]
+    assert items[0].result.memory_type == "error" and items[2].result.merged
+    assert items[2].result.id == items[0].result.id  # merged into the item stored just before
+    assert items[1].error["field"] == "memories[1].content" and items[1].error["error"] == "invalid"
+
+    many = [{"content": f"Service number {n} restarts when its queue backs up past {n * 10} messages",
+             "tags": ["queue"]} for n in range(101)]  # two requests: the hub takes 100 at a time
+    results = asyncio.run(_upload_async(hub, many))
+    assert [i.index for i in results] == list(range(101)) and all(i.ok for i in results)
+    with pytest.raises(UsageError):
+        ultron.upload_memories([])
+
+
+async def _upload_async(hub, memories):
+    async with AsyncUltron(url=hub.url, token=hub.token) as ultron:
+        return await ultron.upload_memories(memories)

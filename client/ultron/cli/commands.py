@@ -174,7 +174,8 @@ def ingest(args: argparse.Namespace) -> int:
         if args.wait:
             for job_id in result.job_ids:
                 def job_progress(progress: JobProgress) -> None:
-                    bar.show("job  ", progress.extracted, progress.segments, _job_line(progress))
+                    line = _job_line(progress) if progress.segments else "segmenting"
+                    bar.show("job  ", progress.extracted, progress.segments, line)
                 jobs.append(client.wait(job_id, timeout=args.timeout, interval=args.interval,
                                         on_progress=job_progress))
                 bar.end()
@@ -184,7 +185,7 @@ def ingest(args: argparse.Namespace) -> int:
     counts: dict[str, int] = {}
     for f in result.files:
         counts[f.status] = counts.get(f.status, 0) + 1
-    print(f"{result.total_files} files: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+    print(f"{result.total_files} file{'s' if result.total_files != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
           + f"; job {', '.join(result.job_ids)}")
     for progress in jobs:
         print(f"job {progress.job_id} done: {progress.segments} segments, {_job_line(progress)}")

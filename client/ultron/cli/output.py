@@ -63,7 +63,7 @@ class Progress:
     def show(self, label: str, done: int, total: int, extra: str = "") -> None:
         if self.quiet:
             return
-        fraction = done / total if total else 1.0
+        fraction = done / total if total else 0.0
         bar = "#" * int(fraction * 24)
         text = f"{label} [{bar:<24}] {done}/{total}" + (f"  {extra}" if extra else "")
         if text == self._last:
