@@ -92,6 +92,11 @@ class BatchingEncoder:
                 self._cond.notify_all()
         return self._result(request)
 
+    def waiting(self) -> int:
+        """How many callers' texts are queued for the model right now (tests and benchmarks)."""
+        with self._cond:
+            return len(self._pending)
+
     def _run(self, batch: list[_Request]) -> None:
         pieces = [piece for item in batch for piece in item.pieces]
         try:

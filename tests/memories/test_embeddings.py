@@ -9,54 +9,97 @@ import pytest
 from memories.providers.embeddings import BatchingEncoder, get_embedder
 
 
-def _slow_encode(calls: list[list[str]]):
-    def encode(pieces: list[str]) -> np.ndarray:
-        calls.append(list(pieces))
+class _HeldModel:
+    """A stand-in model whose first call holds until the test releases it, so the test decides
+    which callers queue behind it: no timing involved."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, pieces: list[str]) -> np.ndarray:
+        self.calls.append(list(pieces))
+        if len(self.calls) == 1:
+            self.holding.set()
+            assert self.release.wait(10), "never released"
         if "boom" in pieces:
             raise RuntimeError("model failed")
-        time.sleep(0.05)  # long enough for the other callers to queue up
         return np.array([[float(len(p)), float(i)] for i, p in enumerate(pieces)])
 
-    return encode
+
+def _until(condition, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.001)
+
+
+def _queue_behind_a_busy_model(encoder: BatchingEncoder, model: _HeldModel, groups: list[list[str]]) -> dict:
+    """The first group's caller takes the model and is held there; each other caller is started
+    only once the one before it has queued (so the queue's order is the groups' order); then the
+    model is released. Returns each group's rows or exception, by index."""
+    outcomes: dict[int, object] = {}
+
+    def call(index: int) -> None:
+        try:
+            outcomes[index] = encoder(groups[index])
+        except RuntimeError as exc:
+            outcomes[index] = exc
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(groups))]
+    threads[0].start()
+    assert model.holding.wait(10)
+    for index, thread in enumerate(threads[1:], 1):
+        thread.start()
+        _until(lambda index=index: encoder.waiting() == index, f"caller {index} to queue")
+    model.release.set()
+    for thread in threads:
+        thread.join(10)
+        assert not thread.is_alive()
+    return outcomes
 
 
 def test_concurrent_callers_share_batches_and_get_their_own_rows():
-    calls: list[list[str]] = []
-    encoder = BatchingEncoder(_slow_encode(calls), max_pieces=64)
-    results: dict[int, np.ndarray] = {}
-
-    def work(n: int) -> None:
-        results[n] = encoder(["x" * n, "y" * (n + 100)])
-
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(1, 9)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert sum(len(c) for c in calls) == 16  # every piece encoded exactly once
-    assert len(calls) < 8  # and fewer model calls than callers
-    for n, rows in results.items():
+    model = _HeldModel()
+    encoder = BatchingEncoder(model, max_pieces=64)
+    groups = [["x" * n, "y" * (n + 100)] for n in range(1, 9)]
+    outcomes = _queue_behind_a_busy_model(encoder, model, groups)
+    # the first caller alone, then the seven that queued meanwhile in one model call
+    assert [len(c) for c in model.calls] == [2, 14] and encoder.batches == 2
+    for index, rows in outcomes.items():
+        n = index + 1
         assert rows[:, 0].tolist() == [n, n + 100]
 
 
 def test_a_lone_caller_runs_at_once_and_batches_respect_the_cap():
     calls: list[list[str]] = []
-    encoder = BatchingEncoder(_slow_encode(calls), max_pieces=3)
-    assert encoder(["a"]).shape == (1, 2) and len(calls) == 1
-    threads = [threading.Thread(target=encoder, args=(["p", "q"],)) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert all(len(c) <= 3 for c in calls[1:])
+
+    def model(pieces: list[str]) -> np.ndarray:
+        calls.append(list(pieces))
+        return np.zeros((len(pieces), 2))
+
+    assert BatchingEncoder(model, max_pieces=3)(["a"]).shape == (1, 2) and calls == [["a"]]
+    held = _HeldModel()
+    encoder = BatchingEncoder(held, max_pieces=3)
+    # queued in this order: 1 + 1 + 1 pieces fill a batch; 2 + 2 would pass the cap; a caller
+    # bigger than the cap still runs, alone
+    groups = [["first"], ["a"], ["b"], ["c"], ["d", "e"], ["f", "g"], ["h", "i", "j", "k"]]
+    outcomes = _queue_behind_a_busy_model(encoder, held, groups)
+    assert held.calls == [["first"], ["a", "b", "c"], ["d", "e"], ["f", "g"], ["h", "i", "j", "k"]]
+    assert all(isinstance(rows, np.ndarray) and len(rows) == len(groups[i]) for i, rows in outcomes.items())
 
 
 def test_an_error_reaches_every_caller_of_its_batch_and_the_next_batch_still_runs():
-    calls: list[list[str]] = []
-    encoder = BatchingEncoder(_slow_encode(calls), max_pieces=64)
-    with pytest.raises(RuntimeError, match="model failed"):
-        encoder(["boom"])
+    model = _HeldModel()
+    encoder = BatchingEncoder(model, max_pieces=64)
+    outcomes = _queue_behind_a_busy_model(encoder, model, [["first"], ["boom"], ["x"], ["yy"]])
+    assert model.calls == [["first"], ["boom", "x", "yy"]]
+    assert isinstance(outcomes[0], np.ndarray)
+    for index in (1, 2, 3):  # the three callers that shared the failing batch
+        assert isinstance(outcomes[index], RuntimeError) and str(outcomes[index]) == "model failed"
     assert encoder(["fine"])[0, 0] == 4.0
+    assert model.calls[-1] == ["fine"]
 
 
 def test_local_embedder_gives_the_same_vectors_alone_and_in_concurrent_batches():
