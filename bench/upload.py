@@ -6,8 +6,8 @@ Texts: distinct STS Benchmark sentences. The funnel is ``memory_upload`` (valida
 redaction, classification, embedding, dedup, insert); the physical limit on this machine is
 the embedding model, timed on the same texts one at a time and in batches. Batch uploads
 (``memories_upload``, what ``POST /api/memories/upload`` with ``{"memories": [...]}`` runs) are
-compared with the embedding model alone on the same texts in batches of the same size, timed
-just before them.
+compared with the embedding model alone on the same texts in batches of the same size, each
+batch embedded alone just before it is uploaded.
 """
 
 from __future__ import annotations
@@ -60,18 +60,22 @@ def run_clients(texts: list[str], count: int, agent) -> tuple[float, list[float]
 
 
 def run_batches(texts: list[str], size: int, agent, embedder) -> tuple[float, float]:
-    """Seconds to embed ``texts`` in batches of ``size``, then to upload them in such batches."""
+    """Seconds to embed ``texts`` in batches of ``size``, and to upload them in such batches.
+    Each batch is embedded alone, then uploaded, so both see the same machine (the load of
+    other processes changes from second to second)."""
     from memories.services import memories_upload
 
-    batches = [texts[i : i + size] for i in range(0, len(texts), size)]
-    with Timer() as embedding:
-        for batch in batches:
+    embedding = uploading = 0.0
+    for start in range(0, len(texts), size):
+        batch = texts[start : start + size]
+        with Timer() as embedded:
             embedder.embed(batch)
-    with Timer() as uploading:
-        for batch in batches:
+        with Timer() as uploaded:
             results = memories_upload(items=[{"content": text} for text in batch], agent=agent)
-            assert all(not isinstance(r, Exception) for r in results), results
-    return embedding.seconds, uploading.seconds
+        assert all(not isinstance(r, Exception) for r in results), results
+        embedding += embedded.seconds
+        uploading += uploaded.seconds
+    return embedding, uploading
 
 
 def main() -> None:
