@@ -55,7 +55,9 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
             if "client" in held:
                 await held.pop("client").aclose()
 
-    server: MCPServer = MCPServer("ultron", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan)
+    # WARNING: the SDK's INFO lines (and httpx's, one per request) would fill the client's log.
+    server: MCPServer = MCPServer("ultron", instructions=INSTRUCTIONS, version=__version__, lifespan=lifespan,
+                                  log_level="WARNING")
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writing = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 

@@ -74,6 +74,16 @@ class SearchResult(Record):
         return cls(record=MemoryRecord.from_api(data), similarity_score=float(data.get("similarity_score", 0.0)),
                    score=float(data.get("score", 0.0)))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as the hub sent it: the summary fields, no empty full-text ones."""
+        r = self.record
+        data: dict[str, Any] = {"id": r.id, "memory_type": r.memory_type, "tier": r.tier, "tags": r.tags,
+                                "hit_count": r.hit_count, "summary_l0": r.summary_l0}
+        if r.overview_l1 or r.context:
+            data.update(overview_l1=r.overview_l1, context=r.context)
+        data.update(similarity_score=self.similarity_score, score=self.score)
+        return data
+
 
 @dataclass
 class UploadResult(Record):

@@ -101,8 +101,7 @@ def search(args: argparse.Namespace) -> int:
                                          memory_type=args.type, tier=args.tier, tags=args.tag or None,
                                          mode=args.mode)
     if args.json:
-        emit_json([{**r.record.to_dict(), "similarity_score": r.similarity_score, "score": r.score}
-                   for r in results])
+        emit_json([r.to_dict() for r in results])
         return 0
     if not results:
         print("No memories found.")
@@ -199,7 +198,8 @@ def ingest_text(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_dict())
         return 0
-    print(f"extractor: {result.extractor}; {len(result.memories)} memories")
+    count = len(result.memories)
+    print(f"extractor: {result.extractor}; {count} memor{'y' if count == 1 else 'ies'}")
     if result.memories:
         table(["merged", "type", "id", "summary"],
               [["yes" if m.merged else "no", m.memory_type, m.id, m.summary_l0] for m in result.memories])
