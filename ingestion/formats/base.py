@@ -166,7 +166,8 @@ def call_target(name: str, args: dict[str, Any], raw: str = "") -> str:
     """The command of a shell tool, the file of a file tool, else "" (clipped to 500 characters)."""
     lowered = name.lower()
     target = ""
-    if lowered in SHELL_TOOLS:
+    # Known shell tools, and tools of the user's own naming (OpenAI-style functions) that take a command.
+    if lowered in SHELL_TOOLS or (lowered not in FILE_TOOLS and ("command" in args or "cmd" in args)):
         target = command_text(args.get("command", args.get("cmd")))
     elif lowered == "apply_patch":
         patch = args.get("input") or args.get("patch") or raw

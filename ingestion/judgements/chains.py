@@ -22,8 +22,10 @@ from ingestion.judgements.commands import (
     VERSION_RE,
     command_change,
     command_key,
+    command_parts,
     is_look,
     is_verify,
+    runs_again,
     short_command,
     strip_shell,
 )
@@ -38,7 +40,9 @@ EDIT_TOOLS = {"edit", "write", "multiedit", "notebookedit", "apply_patch", "str_
 # Programs whose first non-option argument names what is being done (``git push``, ``npm run build``).
 _VERSION_OUT = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\b")
 _SPECIFIC_ERROR = re.compile(r"\b(?:fatal|cannot|can't|could not|couldn't|unable to|not found|denied|invalid|refused"
-                             r"|not formatted|undefined|missing|unknown|unsupported|not supported|timed out)\b", re.I)
+                             r"|not formatted|undefined|missing|unknown|unsupported|not supported|timed out"
+                             r"|is not an? [\w-]+ command|not recognized)\b", re.I)
+_CAUSED_BY = re.compile(r"^\s*Caused by:?\s*$", re.I | re.M)
 _GENERIC_ERROR = re.compile(r"\b(?:error|errors|fail(?:ed|s|ure)?)\b", re.I)
 _MARKUP = re.compile(r"</?[a-z][\w-]*[^>]*>.*</?[a-z][\w-]*|\\\"", re.I)  # HTML or escaped JSON dumps
 _NOISE_LINE = re.compile(r"^\s*(?:\[tool result(?: ERROR)?\]\s*)?(?:exit (?:code|status) \d+\s*)?$", re.I)
@@ -151,9 +155,19 @@ def error_line(output: str) -> str:
     if candidates:
         best = max(candidates, key=lambda line: _specificity(line) + (4 if ERROR_RE.search(line) else 0)
                    + (2 if _SPECIFIC_ERROR.search(line) else 0))
-        return normalise_space(best)[:240]
+        return normalise_space(best + _cause(output))[:240]
     # The call failed (exit code, error flag) without an error word: its first line says why.
     return normalise_space(cleaned[0])[:240] if cleaned and len(cleaned[0].split()) >= 3 else ""
+
+
+def _cause(output: str) -> str:
+    """The first line under ``Caused by:`` (Cargo, Java, Python's chained errors say the root
+    cause there), as `` (caused by: …)``."""
+    match = _CAUSED_BY.search(output.replace("\\n", "\n"))
+    if not match:
+        return ""
+    below = [line.strip() for line in output.replace("\\n", "\n")[match.end():].splitlines() if line.strip()]
+    return f" (caused by: {below[0]})" if below else ""
 
 
 def _words(text: str) -> set[str]:
@@ -193,16 +207,31 @@ def _string_field(text: str, name: str) -> str:
         return match.group(1).replace("\\n", "\n")
 
 
+def _says(line: str) -> int:
+    """How much an added line says: names and values count, structure (``{``, ``import (``,
+    ``[section]``, ``module.exports = {``) does not."""
+    words = re.findall(r"[A-Za-z_][\w.-]*|\d[\w.]*", line)
+    score = min(len(words), 8)
+    if re.search(r"[=:]\s*\S", line) and not re.search(r"[=:]\s*[{(\[]\s*$", line):
+        score += 3
+    if re.search(r"[{(\[]\s*$|^\W*\w+\W*$|^\[[^\]]*\]$", line):
+        score -= 6
+    return score
+
+
 def edit_gist(call_text: str) -> str:
-    """The line an edit added (new text not in the old), short: what the fix actually was."""
+    """The line an edit added (new text not in the old) that says the most, short: what the fix
+    actually was."""
     new = _string_field(call_text, "new_string") or _string_field(call_text, "content")
     old = _string_field(call_text, "old_string")
     before = {line.strip() for line in old.splitlines()}
-    for line in new.splitlines():
-        line = line.strip()
-        if len(line) >= 8 and line not in before and not line.startswith(("#", "//", "/*", "*", "--", "\"\"\"")):
-            return line if len(line) <= 100 else line[:99] + "…"
-    return ""
+    added = [line.strip() for line in new.splitlines()]
+    added = [line for line in added if len(line) >= 8 and line not in before
+             and not line.startswith(("#", "//", "/*", "*", "--", "\"\"\""))]
+    if not added:
+        return ""
+    best = max(added[:40], key=_says)  # ties keep the earliest line
+    return best if len(best) <= 100 else best[:99] + "…"
 
 
 def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Step) -> tuple[list[str], list[str]]:
@@ -228,9 +257,14 @@ def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Ste
             label = f"ran `{short_command(step.target)}`"
             if label not in fixes:
                 fixes.append(label)
-    change = command_change(failed.target, passed.target)
-    if change:
-        fixes.append(change)
+    rerun = runs_again(passed.target, failed.target)
+    if rerun is not None:
+        part, before = rerun
+        done_before = set(command_parts(failed.target))
+        fixes.extend(f"ran `{short_command(p)}`" for p in before if p not in done_before)
+        change = command_change(strip_shell(failed.target), part)
+        if change:
+            fixes.append(change)
     return fixes[:6], checks[:4]
 
 
@@ -258,8 +292,10 @@ def chains_find(messages: list[Message]) -> list[Chain]:
         if not key or not error:
             continue
         for later in steps[position + 1 :]:
-            if not later.is_shell or command_key(later.target) != key:
+            if not later.is_shell or runs_again(later.target, step.target) is None:
                 continue
+            if REJECTED_RE.search(later.output[:300]):
+                continue  # the user stopped it: it never ran
             if later.failed and error_line(later.output) == error:
                 used.add(later.call)  # the same error again: keep looking for the run that got past it
                 continue

@@ -56,14 +56,30 @@ def _split_unquoted(command: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
+# ``<<'EOF'`` and its body up to the closing ``EOF`` line, or to the end when the text was clipped.
+_HEREDOC = re.compile(r"(<<-?\s*['\"]?(\w+)['\"]?[^\n]*)\n(?:.*?\n\s*\2\s*(?=\n|$)|(.*))", re.S)
+
+
+def command_parts(command: str) -> list[str]:
+    """The steps of a compound command (``a && b; c``), each cleaned (no environment prefix,
+    ``sudo`` or output filter; a heredoc commit message elided), without the ``cd`` steps."""
+    command = re.sub(r"\$\(cat <<'?(\w+)'?.*?\n\s*\1\s*\)", "…", command.strip(), flags=re.S)
+    command = re.sub(r"\$\(cat <<'?(\w+)'?.*", "…\"", command, flags=re.S)  # clipped before its end
+    # A here-document's body is data, not steps: ``tee f <<'EOF'`` … ``EOF`` keeps only its first line.
+    command = _HEREDOC.sub(r"\1", command)
+    parts = [_clean_part(p) for p in _split_unquoted(command) if p.strip()]
+    return [p for p in parts if p and not re.match(r"^cd\s", p)]
+
+
+def _sets_environment(part: str) -> bool:
+    return bool(re.match(r"^(?:export|source|\.)\s", part))
+
+
 def strip_shell(command: str) -> str:
     """The part of a compound command that does the work: the last step of ``a && b`` that is not
     a ``cd`` or a look (``cd app && npm test`` → ``npm test``; ``git add x && git commit`` → the
     commit, which is what a pre-commit hook fails)."""
-    command = re.sub(r"\$\(cat <<'?(\w+)'?.*?\n\s*\1\s*\)", "…", command.strip(), flags=re.S)
-    command = re.sub(r"\$\(cat <<'?(\w+)'?.*", "…\"", command, flags=re.S)  # clipped before its end
-    parts = [_clean_part(p) for p in _split_unquoted(command) if p.strip()]
-    parts = [p for p in parts if p and not re.match(r"^(?:cd|export|source|\.)\s", p)]
+    parts = [p for p in command_parts(command) if not _sets_environment(p)]
     if not parts:
         return ""
     doing = [p for p in parts if not _is_look_part(p)]
@@ -79,7 +95,12 @@ def split_words(command: str) -> list[str]:
 
 def command_key(command: str) -> str:
     """What a command does, without its arguments: ``git push``, ``npm run build``, ``pytest``."""
-    tokens = [t for t in split_words(strip_shell(command)) if not re.match(r"^\d?>&?\d?|^2>", t)]
+    return part_key(strip_shell(command))
+
+
+def part_key(part: str) -> str:
+    """:func:`command_key` of one step of a compound command."""
+    tokens = [t for t in split_words(part) if not re.match(r"^\d?>&?\d?|^2>", t)]
     if not tokens:
         return ""
     program = posixpath.basename(tokens[0])
@@ -99,9 +120,24 @@ def command_key(command: str) -> str:
     return " ".join(words)
 
 
+def runs_again(command: str, failed: str) -> tuple[str, list[str]] | None:
+    """Whether ``command`` runs the step that ``failed`` ran, in any of its parts: that part, and the
+    steps before it that change something (``go mod tidy && go build`` → ``go build``, with
+    ``go mod tidy`` done first; ``source ~/.nvm/nvm.sh && nvm use 20`` keeps the ``source``)."""
+    key, looked = command_key(failed), is_look(failed)  # a version check is no re-run of a build
+    parts = command_parts(command)
+    for index, part in enumerate(parts):
+        if part_key(part) == key and (looked or not _is_look_part(part)):
+            before = [p for p in parts[:index] if _sets_environment(p)
+                      or not (_is_look_part(p) or _VERIFY_RE.search(part_key(p)))]
+            return part, before
+    return None
+
+
 def short_command(command: str, limit: int = 120) -> str:
-    text = normalise_space(strip_shell(command))
-    text = re.sub(r"\s*2>&1\s*$", "", text)
+    text = normalise_space(strip_shell(command) or command)
+    # What only quiets a command is noise in a memory: ``pip install -q x 2>&1`` → ``pip install x``.
+    text = re.sub(r"\s+(?:-qq?|--quiet|-y|--yes|2>&1|[12]?>\s*/dev/null)(?=\s|$)", "", text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -143,5 +179,5 @@ def command_change(failed: str, passed: str) -> str:
             parts.append(f"with `{' '.join(added)}`")
         if dropped:
             parts.append(f"without `{' '.join(dropped)}`")
-        return f"ran `{command_key(passed)}` again {' and '.join(parts)}"
+        return f"ran `{part_key(passed)}` again {' and '.join(parts)}"
     return f"then `{short_command(passed)}` passed"

@@ -12,7 +12,7 @@ from ingestion.parsing import Message
 from memories.text import estimate_tokens, truncate_tokens
 
 ERROR_RE = re.compile(
-    r"Traceback \(most recent call last\)|^\W*\w*(?:Error|Exception)\b[:(]|\berror(?:\[\w+\])?:|\bFAILED\b"
+    r"Traceback \(most recent call last\)|^\W*\w*(?:Error|Exception)\b[:(]|\berror(?:\[\w+\])?:|\bFAILED\b|^(?:--- )?FAIL\b"
     r"|[Ee]xit (?:code|status) [1-9]|command not found|No such file or directory|Permission denied|^panic:"
     r"|\*\* \(\w+Error\)|报错|错误：|失败：|异常：",
     re.MULTILINE,

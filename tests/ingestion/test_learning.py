@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ingestion import services
-from ingestion.judgements.chains import chains_find, error_line
-from ingestion.judgements.commands import command_key
+from ingestion.judgements.chains import chains_find, edit_gist, error_line
+from ingestion.judgements.commands import command_key, command_parts
 from ingestion.judgements.lessons import lessons_find
 from ingestion.judgements.score import score_offline
 from ingestion.models import SegmentMemory
@@ -90,9 +90,60 @@ def test_commands_are_compared_by_what_they_do():
     assert command_key("docker run img python -c 'import a; print(1)'") == "docker run"
 
 
+def _shell(line: int, command: str, output: str, *, failed: bool = False, tool: str = "Bash") -> list[Message]:
+    prefix = "[tool result ERROR] " if failed else "[tool result] "
+    return [Message("assistant", f"[tool call {tool}] {command}", line,
+                    calls=[{"id": str(line), "name": tool, "target": command}]),
+            Message("user", prefix + output, line + 1, is_tool_result=True, is_error=failed, call_ids=[str(line)])]
+
+
+def test_a_fix_made_in_the_same_command_line_as_the_rerun_is_the_fix():
+    messages = (_shell(1, "go version && go build ./...", "router.go:8:2: missing go.sum entry for module", failed=True)
+                + _shell(3, "go mod tidy && git diff --stat go.mod && go build ./... && echo OK", "OK"))
+    [chain] = chains_find(messages)
+    assert chain.fixes == ["ran `go mod tidy`"]
+    nvm = (_shell(1, "nvm --version", "/bin/bash: line 1: nvm: command not found", failed=True)
+           + _shell(3, "source ~/.nvm/nvm.sh && nvm --version && nvm ls", "0.39.7\n-> v20.11.1"))
+    [chain] = chains_find(nvm)
+    assert "ran `source ~/.nvm/nvm.sh`" in chain.fixes and "command not found" in chain.error
+
+
+def test_a_rerun_the_user_rejected_or_a_mere_version_check_is_not_the_pass():
+    messages = (_shell(1, "pip install requests", "error: externally-managed-environment", failed=True)
+                + _shell(3, "sudo pip install requests", "The user doesn't want to proceed with this tool use.")
+                + _shell(5, "node --version", "v20.1.0")
+                + _shell(7, "python3 -m venv .venv && .venv/bin/pip install -q requests", "Successfully installed"))
+    [chain] = chains_find(messages)
+    assert chain.passed.call == 6 and "ran `python3 -m venv .venv`" in chain.fixes
+
+
+def test_a_here_document_is_data_not_steps():
+    command = "sudo tee /etc/nginx/conf.d/a.conf >/dev/null <<'EOF'\nmap $x $y {\n  default upgrade;\n}\nEOF\nsudo nginx -t"
+    assert command_parts(command) == ["tee /etc/nginx/conf.d/a.conf >/dev/null <<'EOF'", "nginx -t"]
+
+
+def test_a_tool_of_the_user_s_own_naming_that_takes_a_command_is_a_shell():
+    rows = [{"role": "user", "content": "install fails"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "run_in_sandbox", "arguments": json.dumps({"command": "npm install"})}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "exit code: 1\nnpm ERR! ERESOLVE unable to resolve"}]
+    messages = parse_jsonl("\n".join(json.dumps(r) for r in rows).encode()).messages
+    assert messages[1].calls[0]["target"] == "npm install"
+
+
+def test_an_edit_is_summed_up_by_the_line_that_says_the_most():
+    call = '[tool call Write] ' + json.dumps({"file_path": "pytest.ini",
+                                               "content": "[pytest]\nDJANGO_SETTINGS_MODULE = clinic.settings\n"})
+    assert edit_gist(call) == "DJANGO_SETTINGS_MODULE = clinic.settings"
+
+
 def test_the_error_line_is_the_one_that_names_the_problem():
     output = "Exit code 1\nnpm ERR! code ELIFECYCLE\nError [ERR_UNKNOWN_BUILTIN_MODULE]: No such built-in module: x\nnpm ERR!"
     assert error_line(output).startswith("Error [ERR_UNKNOWN_BUILTIN_MODULE]")
+    cargo = ("error: failed to parse manifest at `/p/Cargo.toml`\n\nCaused by:\n  feature `edition2024` is required\n")
+    assert "caused by: feature `edition2024` is required" in error_line(cargo)
+    assert "is not a docker command" in error_line("Docker version 24.0.7, build afdd53b\n"
+                                                   "docker: 'compose' is not a docker command.\nSee 'docker --help'")
 
 
 def test_scores_come_from_evidence_not_length():
