@@ -31,7 +31,7 @@ from ultron.models import (
 MAX_IDS = 100  # per details request
 MAX_BATCH = 100  # memories per batch upload
 TEXT_TIMEOUT = 300.0  # ingest_text runs the extraction (an LLM, when configured) in the request
-UPLOAD_TIMEOUT = 300.0
+UPLOAD_TIMEOUT = 300.0  # uploads may wait for an LLM's merge, and files for their archive
 
 IngestProgress = Callable[[int, int, int, int], None]  # files sent, files in all, bytes sent, bytes
 JobCallback = Callable[[JobProgress], None]
@@ -52,7 +52,7 @@ def _tags(tags: Iterable[str] | None) -> list[str] | None:
 def upload_memory(*, content: str, context: str | None = None, resolution: str | None = None,
                   tags: Iterable[str] | None = None) -> Operation[UploadResult]:
     body = _clean({"content": content, "context": context, "resolution": resolution, "tags": _tags(tags)})
-    data = yield Request("POST", "/api/memories/upload", json=body)
+    data = yield Request("POST", "/api/memories/upload", json=body, timeout=UPLOAD_TIMEOUT)
     return UploadResult.from_api(data)
 
 

@@ -95,6 +95,16 @@ def _retryable(request: Request, status: int | None, error: Exception | None, bo
     return status in RETRY_STATUSES
 
 
+def _transport_message(exc: httpx.TransportError, request: Request, base_url: str) -> str:
+    reason = str(exc) or type(exc).__name__
+    if isinstance(exc, _NOT_SENT):
+        return f"cannot reach the hub at {base_url}: {reason}"
+    if isinstance(exc, httpx.TimeoutException):
+        done = "; it may have been carried out all the same" if request.method != "GET" else ""
+        return f"the hub at {base_url} did not answer {request.method} {request.path} in time ({reason}){done}"
+    return f"the connection to the hub at {base_url} failed during {request.method} {request.path}: {reason}"
+
+
 def _decode(response: httpx.Response) -> Any:
     if not response.content:
         return None
@@ -104,13 +114,15 @@ def _decode(response: httpx.Response) -> Any:
         return None
 
 
-def exchange(request: Request, *, base_url: str, policy: RetryPolicy) -> Generator[IOStep, Any, Any]:
-    """One request with its retries; returns the decoded JSON answer or raises UltronError."""
+def exchange(request: Request, *, base_url: str, policy: RetryPolicy,
+             slow_timeouts: bool = True) -> Generator[IOStep, Any, Any]:
+    """One request with its retries; returns the decoded JSON answer or raises UltronError.
+    ``slow_timeouts``: give slow operations their longer timeout (off when the caller chose one)."""
     kwargs: dict[str, Any] = {"method": request.method, "url": base_url + request.path}
     for name in ("json", "params", "files", "data"):
         if getattr(request, name) is not None:
             kwargs[name] = getattr(request, name)
-    if request.timeout is not None:
+    if request.timeout is not None and slow_timeouts:
         kwargs["timeout"] = request.timeout
     attempt = 0
     while True:
@@ -121,8 +133,7 @@ def exchange(request: Request, *, base_url: str, policy: RetryPolicy) -> Generat
                 yield Sleep(policy.delay(attempt))
                 attempt += 1
                 continue
-            reason = str(exc) or type(exc).__name__
-            raise UltronConnectionError(f"cannot reach the hub at {base_url}: {reason}") from exc
+            raise UltronConnectionError(_transport_message(exc, request, base_url)) from exc
         body = _decode(response)
         status = response.status_code
         if status < 400 or status in request.ok_statuses:
@@ -137,7 +148,8 @@ def exchange(request: Request, *, base_url: str, policy: RetryPolicy) -> Generat
         raise error_from_response(status, body, response.text)
 
 
-def drive(operation: Operation[T], *, base_url: str, policy: RetryPolicy) -> Generator[IOStep, Any, T]:
+def drive(operation: Operation[T], *, base_url: str, policy: RetryPolicy,
+          slow_timeouts: bool = True) -> Generator[IOStep, Any, T]:
     """Run an operation: each Request through ``exchange``, its answer or error sent back in."""
     value: Any = None
     error: UltronError | None = None
@@ -151,6 +163,6 @@ def drive(operation: Operation[T], *, base_url: str, policy: RetryPolicy) -> Gen
             yield step
             continue
         try:
-            value = yield from exchange(step, base_url=base_url, policy=policy)
+            value = yield from exchange(step, base_url=base_url, policy=policy, slow_timeouts=slow_timeouts)
         except UltronError as exc:
             error = exc

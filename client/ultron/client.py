@@ -31,7 +31,8 @@ from ultron.models import (
 
 __version__ = "0.1.0"
 T = TypeVar("T")
-DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+# A hub's first requests after start-up load its models: reads get two minutes.
+DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
 
 
 class _Base:
@@ -42,6 +43,7 @@ class _Base:
         self.token = settings.token
         self.retry = RetryPolicy(retries=retries, backoff=backoff)
         self._timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self._slow_timeouts = timeout is None  # a timeout chosen by the caller holds for every call
         self._headers = {"User-Agent": f"ultron-client/{__version__}", "Accept": "application/json"}
         if self.token:
             self._headers["Authorization"] = f"Bearer {self.token}"
@@ -73,7 +75,7 @@ class Ultron(_Base):
         self._http.close()
 
     def _run(self, operation: Operation[T]) -> T:
-        steps = drive(operation, base_url=self.url, policy=self.retry)
+        steps = drive(operation, base_url=self.url, policy=self.retry, slow_timeouts=self._slow_timeouts)
         sent: Any = None
         error: Exception | None = None
         while True:
@@ -164,7 +166,7 @@ class AsyncUltron(_Base):
         await self._http.aclose()
 
     async def _run(self, operation: Operation[T]) -> T:
-        steps = drive(operation, base_url=self.url, policy=self.retry)
+        steps = drive(operation, base_url=self.url, policy=self.retry, slow_timeouts=self._slow_timeouts)
         sent: Any = None
         error: Exception | None = None
         while True:

@@ -9,6 +9,7 @@ message, which the model reads.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
@@ -18,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from ultron import config
 from ultron.client import AsyncUltron, __version__
 from ultron.errors import AuthenticationError, NotFoundError, UltronError
 
@@ -182,6 +184,9 @@ def serve(*, url: str | None = None, token: str | None = None, http: bool = Fals
           port: int = 8765) -> None:
     server = build_server(url, token)
     if http:
+        hub = config.resolve(url, token)
+        print(f"ultron mcp: serving the hub at {hub.url} to MCP clients on http://{host}:{port}/mcp "
+              "(anyone who reaches this address acts with your token). Ctrl-C stops.", file=sys.stderr, flush=True)
         server.run("streamable-http", host=host, port=port)
     else:
         server.run("stdio")

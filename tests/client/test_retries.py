@@ -26,6 +26,11 @@ STATS = {"total": 3, "by_status": {"active": 3}, "by_tier": {}, "by_type": {}, "
          "embedding": None}
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that gave up (the timeout tests) leaves a broken pipe behind
+
+
 class Scripted:
     """Answers each request with the next (status, body, headers) of the script."""
 
@@ -41,6 +46,7 @@ class Scripted:
                     self.rfile.read(length)
                 scripted.seen.append((self.command, self.path, time.monotonic()))
                 status, body, headers = scripted.answers.pop(0)
+                time.sleep(float(headers.get("X-Delay", 0)))
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -55,7 +61,7 @@ class Scripted:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -161,3 +167,16 @@ def test_retry_after_as_an_http_date_and_the_backoff_cap():
     later = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
     assert 25 <= policy.delay(0, later) <= 31
     assert policy.delay(0, "soon") == 1  # unreadable: the backoff
+
+
+def test_a_post_that_times_out_is_not_sent_again(scripted):
+    server = scripted((201, {}, {"X-Delay": "1"}), (200, STATS, {}))
+    with pytest.raises(UltronConnectionError, match="did not answer POST /api/memories/upload in time") as caught:
+        Ultron(url=server.url, token="t", timeout=0.3, backoff=0).upload_memory(content="x")
+    assert "carried out all the same" in caught.value.message and len(server.seen) == 1
+
+
+def test_a_get_that_times_out_is_asked_again(scripted):
+    server = scripted((200, STATS, {"X-Delay": "1"}), (200, STATS, {}))
+    assert Ultron(url=server.url, token="t", timeout=0.3, backoff=0).stats().total == 3
+    assert len(server.seen) == 2
