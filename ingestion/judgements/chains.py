@@ -269,8 +269,8 @@ def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Ste
 
 
 def _typo(error: str, fixes: list[str]) -> bool:
-    """The error names a word the fix spells differently by a letter or two (``buider`` →
-    ``builder``): a slip of the keyboard, not something another agent needs to know."""
+    """The error or the failing command names a word the fix spells differently by a letter or
+    two (``buider`` → ``builder``): a slip of the keyboard, not something another agent needs to know."""
     named = {w for w in re.findall(r"[A-Za-z_][\w-]{4,}", error)}
     written = {w for w in re.findall(r"[A-Za-z_][\w-]{4,}", " ".join(fixes))} - named
     pairs = ((a.lower(), b.lower()) for a in named for b in written if abs(len(a) - len(b)) <= 2)
@@ -300,7 +300,7 @@ def chains_find(messages: list[Message]) -> list[Chain]:
                 used.add(later.call)  # the same error again: keep looking for the run that got past it
                 continue
             fixes, checks = _fixes(messages, steps, step, later)
-            if not fixes or _typo(error, fixes):
+            if not fixes or _typo(f"{error} {short_command(step.target, 200)}", fixes):
                 break  # passed with nothing changed (flaky), or a misspelling put right: no lesson
             explanation = _explanation(messages, step.result or step.call, later.call, error)
             chains.append(Chain(step, later, error, fixes, explanation, checks))

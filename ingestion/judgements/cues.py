@@ -38,6 +38,21 @@ PREFERENCE_RE = re.compile(
     r"|remember to|make sure to|don'?t ever|our convention|we use)\b|总是|永远不要|不要用|记住|以后都|请使用|偏好",
     re.I,
 )
+# "always" / "never" state a rule when they lead a clause ("never touch the system python", "we
+# always squash"), not when they describe something ("the workflow never runs on push").
+_DIRECTIVE_ALWAYS = re.compile(r"(?:^\W*|[,;:—]\s*|\b(?:please|we|you|i|and|but|so|should|must)\s+)(?:always|never)\b",
+                               re.I)
+
+
+def states_rule(sentence: str) -> bool:
+    """A sentence that states a rule or preference: a cue, and not a question."""
+    sentence = sentence.strip()
+    cues = [m.group(0).lower() for m in PREFERENCE_RE.finditer(sentence)]
+    if not cues or sentence.endswith(("?", "？")):
+        return False
+    return any(cue not in ("always", "never") for cue in cues) or bool(_DIRECTIVE_ALWAYS.search(sentence))
+
+
 CODING_TOOLS = {"edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "create_file"}
 RESEARCH_TOOLS = {"read", "grep", "glob", "websearch", "webfetch", "ls", "search"}
 CONFIG_RE = re.compile(r"\b(?:install|config|configure|docker|deploy|kubectl|helm|nginx|systemctl|env|setup)\b", re.I)

@@ -22,10 +22,10 @@ from ingestion.judgements.chains import (
 from ingestion.judgements.cues import (
     CORRECTION_RE,
     EXPLAIN_RE,
-    PREFERENCE_RE,
     SUCCESS_RE,
     is_error,
     render,
+    states_rule,
 )
 from ingestion.judgements.lessons import lessons_find
 from ingestion.parsing import Message
@@ -125,7 +125,7 @@ def extract_text_offline(text: str) -> list[Extracted]:
         content = "; ".join(heading + problem)
         return [Extracted(content, "; ".join(cause), "; ".join(fix), 0.8, tags)]
     sentences = [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
-    rules = [s for s in sentences if PREFERENCE_RE.search(s) or CORRECTION_RE.search(s)]
+    rules = [s for s in sentences if states_rule(s) or CORRECTION_RE.search(s)]
     if rules:
         return [Extracted(truncate_tokens(s, 120), "", "", 0.6, tags) for s in rules[:10]]
     if estimate_tokens(text) <= 400:

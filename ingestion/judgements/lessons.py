@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ingestion.judgements.chains import chains_find, edit_gist, steps_of
 from ingestion.judgements.commands import is_look, short_command
-from ingestion.judgements.cues import CORRECTION_RE, ERROR_RE, PREFERENCE_RE, is_error
+from ingestion.judgements.cues import CORRECTION_RE, ERROR_RE, is_error, states_rule
 from ingestion.parsing import Message
 from ingestion.segmentation import is_goal
 from memories.text import normalise_space, truncate_tokens
@@ -146,7 +146,7 @@ def lessons_find(messages: list[Message]) -> list[Lesson]:
             continue
         # A rule is stated in a turn of conversation; a turn of hundreds of words is a pasted
         # document or a command's prompt template, whose "always"/"never" are not the user's.
-        rules = [s for s in _sentences(text) if PREFERENCE_RE.search(s)] if len(text.split()) <= 150 else []
+        rules = [s for s in _sentences(text) if states_rule(s)] if len(text.split()) <= 150 else []
         if rules:
             found.extend(Lesson("preference", truncate_tokens(rule, 60), "", "", 0.6) for rule in rules[:2])
         if position > 0 and CONFIRM_RE.match(text) and not NOT_DONE_RE.search(text[:80]):

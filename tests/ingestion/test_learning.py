@@ -16,6 +16,7 @@ import pytest
 from ingestion import services
 from ingestion.judgements.chains import chains_find, edit_gist, error_line
 from ingestion.judgements.commands import command_key, command_parts
+from ingestion.judgements.cues import states_rule
 from ingestion.judgements.lessons import lessons_find
 from ingestion.judgements.score import score_offline
 from ingestion.models import SegmentMemory
@@ -81,6 +82,20 @@ def test_a_flaky_rerun_and_a_typo_teach_nothing():
             Message("assistant", "[tool call Bash]", 5, calls=[{"id": "c", "name": "Bash", "target": "docker build ."}]),
             Message("user", "[tool result] Successfully built 3f2a", 6, is_tool_result=True, call_ids=["c"])]
     assert chains_find(typo) == []
+
+
+def test_a_misspelt_argument_put_right_teaches_nothing():
+    messages = (_shell(1, "pytest -q -k parse_tickr", "41 deselected in 0.20s", failed=True)
+                + _shell(3, "pytest -q -k parse_ticker", "3 passed, 38 deselected"))
+    assert chains_find(messages) == []
+
+
+def test_rules_are_stated_not_asked_or_described():
+    assert states_rule("never touch the system python on this box")
+    assert states_rule("We always squash-merge feature branches.")
+    assert states_rule("Please use pnpm, not npm.")
+    assert not states_rule("quick q, what date format do we use in the changelog?")
+    assert not states_rule("I added a CI workflow yesterday but it never runs on push")
 
 
 def test_commands_are_compared_by_what_they_do():
