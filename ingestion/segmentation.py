@@ -75,21 +75,64 @@ def topic_of(messages: list[Message]) -> str:
 
 
 # Work that closes a task: a commit or push, an issue closed in a tracker, a pull request opened.
-_CLOSING_KEY = re.compile(r"^(?:git (?:commit|push)|gh (?:pr|issue)|glab mr|\S+ (?:close|done|complete|resolve|finish))$")
+_CLOSING_KEY = re.compile(r"^(?:git (?:commit|push)|\S+ (?:close|done|complete|resolve|finish))$")
+_CLOSING_REQUEST = re.compile(r"^(?:gh|glab) (?:pr|mr|issue) (?:create|merge|close)\b")  # ``gh issue view`` only looks
 MIN_AGENT_SEGMENT = 6  # messages on each side of a cut the agent's own work makes
 
 
 def _closing(step: Step) -> bool:
-    return step.is_shell and bool(_CLOSING_KEY.match(command_key(step.target)))
+    return step.is_shell and bool(_CLOSING_KEY.match(command_key(step.target))
+                                  or _CLOSING_REQUEST.match(short_command(step.target)))
+
+
+_PLAN_TOOL = re.compile(r"todo|plan", re.I)  # TodoWrite (Claude Code), update_plan (Codex), write_todos (Gemini CLI)
+_DONE_ITEM = re.compile(r'"status"\s*:\s*"(?:completed|complete|done)"', re.I)
+_OPEN_ITEM = re.compile(r'"status"\s*:\s*"(?:in_progress|pending|in-progress|todo)"', re.I)
+
+
+def _plan_progress(messages: list[Message], steps: list[Step]) -> set[int]:
+    """Calls of the agent's to-do list tool that tick one more item off while others remain:
+    one task done, the next one begins."""
+    ticked: set[int] = set()
+    done_before = 0
+    for step in steps:
+        if not _PLAN_TOOL.search(step.name) or step.is_shell:
+            continue
+        text = messages[step.call].text
+        done = len(_DONE_ITEM.findall(text))
+        if done > done_before and _OPEN_ITEM.search(text) and step.result is not None and not step.failed:
+            ticked.add(step.call)
+        done_before = max(done_before, done)
+    return ticked
+
+
+# The agent announcing the next numbered piece of work: "Now let me implement Task 2", "Next, #42:",
+# "Moving on to step 3", "Back to the list: #43".
+_NEXT_TASK = re.compile(
+    r"\b(?:now|next)\b[^.\n]{0,30}?\b(?:task|step|item|issue|bead|subtask|phase|part|ticket)\s+#?\d+\b"
+    r"|\b(?:next|moving on to|on to|back to the list)\b[:,]?\s+#\d+\b",
+    re.I,
+)
+
+
+_BACKGROUND_DONE = re.compile(r"^\s*<task-notification>")  # Claude Code: a background command finished
+
+
+def _said(message: Message) -> bool:
+    return message.role == "assistant" and not message.text.startswith(("[tool call", "[thinking]"))
 
 
 def agent_boundaries(messages: list[Message]) -> list[int]:
     """Where the agent, working on its own, finishes one task and turns to the next: after a
-    commit, a push or an issue closed (and whatever closing steps follow it), at the first
-    message that starts other work."""
+    commit, a push, an issue closed or a pull request opened (and whatever closing steps follow
+    it), or an item ticked off its to-do list, at the first message that starts other work; where
+    it announces the next numbered task; where a background job reports back after its wrap-up."""
     steps = steps_of(messages)
-    closing_calls = {s.call for s in steps if _closing(s) and s.result is not None and not s.failed}
-    quiet_calls = closing_calls | {s.call for s in steps if s.is_shell and _quiet(s.target)}
+    ticked = _plan_progress(messages, steps)
+    closing_calls = {s.call for s in steps if _closing(s) and s.result is not None and not s.failed} | ticked
+    # After a commit, its push (a failed first push too) and status checks belong to it.
+    closing_moves = {s.call for s in steps if _closing(s)} | ticked
+    quiet_calls = (closing_moves - ticked) | {s.call for s in steps if s.is_shell and _quiet(s.target)}
     cuts: list[int] = []
     index = 0
     while index < len(messages):
@@ -98,15 +141,25 @@ def agent_boundaries(messages: list[Message]) -> list[int]:
             continue
         after = index + 1
         while after < len(messages) and (
-            messages[after].is_tool_result or after in quiet_calls or messages[after].text.startswith("[thinking]")
-            or (messages[after].role == "assistant" and not messages[after].text.startswith("[tool call")
-                and after + 1 < len(messages) and after + 1 in closing_calls)
+            messages[after].is_tool_result or messages[after].text.startswith("[thinking]")
+            or (after in quiet_calls and index not in ticked)
+            or (_said(messages[after]) and after + 1 < len(messages) and after + 1 in closing_moves)
         ):
             after += 1
-        if after < len(messages) and messages[after].role == "assistant":
+        # Of several things the agent says before its next action, the last one opens the next
+        # task ("Committed, tests pass." / "Back to the list: #43").
+        while (after + 1 < len(messages) and _said(messages[after]) and _said(messages[after + 1])):
+            after += 1
+        if after + 1 < len(messages) and _said(messages[after]) and messages[after + 1].role == "user":
+            # The agent's wrap-up, then the user speaks: a turn of the user's is judged on its own,
+            # a background job reporting back starts a side task.
+            if _BACKGROUND_DONE.match(messages[after + 1].text):
+                cuts.append(after + 1)
+        elif after < len(messages) and messages[after].role == "assistant":
             cuts.append(after)
         index = after
-    return cuts
+    cuts.extend(i for i, m in enumerate(messages) if _said(m) and _NEXT_TASK.search(m.text[:300]))
+    return sorted(set(cuts))
 
 
 def _quiet(command: str) -> bool:

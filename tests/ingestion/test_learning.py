@@ -184,6 +184,38 @@ def test_the_agent_s_own_move_to_the_next_task_is_a_boundary():
     assert [messages[c].line for c in cuts] == [24]
 
 
+def _todo(line: int, statuses: list[str]) -> list[Message]:
+    todos = json.dumps({"todos": [{"content": f"item {n}", "status": st} for n, st in enumerate(statuses)]})
+    return [Message("assistant", f"[tool call TodoWrite] {todos}", line,
+                    calls=[{"id": str(line), "name": "TodoWrite", "target": ""}]),
+            Message("user", "[tool result] Todos have been modified successfully.", line + 1,
+                    is_tool_result=True, call_ids=[str(line)])]
+
+
+def test_an_item_ticked_off_the_agent_s_to_do_list_starts_the_next_task():
+    messages = [Message("user", "work through TODO.md", 1)] + _todo(2, ["in_progress", "pending"])
+    for line in range(4, 16, 2):
+        messages += _shell(line, f"go test ./pkg{line}", "ok")
+    messages += _todo(20, ["completed", "in_progress"])
+    for line in range(30, 42, 2):
+        messages += _shell(line, f"go vet ./pkg{line}", "ok")
+    messages += _todo(50, ["completed", "completed"])  # the last item: the work ends, nothing starts
+    assert [messages[c].line for c in agent_boundaries(messages)] == [30]
+
+
+def test_the_agent_announcing_the_next_numbered_task_is_a_boundary_and_looking_at_an_issue_is_not():
+    messages = [Message("user", "implement the plan", 1)] + _shell(2, "gh issue view 41", "body")
+    messages += _shell(4, "mix test", "ok") + [Message("assistant", "Now let me implement Task 2 (the renderer).", 6)]
+    assert [messages[c].line for c in agent_boundaries(messages)] == [6]
+
+
+def test_after_the_wrap_up_a_background_job_reporting_back_is_a_side_task():
+    messages = [Message("user", "fix the importer", 1)] + _shell(2, "git commit -m fix", "[main 1a2b] fix")
+    messages += [Message("assistant", "All done: the importer is fixed and committed.", 4),
+                 Message("user", "<task-notification> <status>completed</status>", 5)]
+    assert [messages[c].line for c in agent_boundaries(messages)] == [5]
+
+
 @pytest.mark.skipif(not (WRITTEN / "boundaries.jsonl").exists(), reason="labelled set absent")
 def test_the_labelled_sets_are_consistent():
     boundaries = [json.loads(line) for line in (WRITTEN / "boundaries.jsonl").read_text().splitlines() if line]
