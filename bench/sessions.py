@@ -1,11 +1,13 @@
 """What the offline pipeline learns from sessions, against hand-made labels.
 
-    .venv/bin/python bench/sessions.py [--set real|written|all] [--show] [--json]
+    .venv/bin/python bench/sessions.py [--set real|written|heldout|all] [--show] [--json]
 
 Two labelled sets (tests/data/README.md): ``real`` — the Claude Code session exports under
 ../shared/eval/transcripts/claude_code (labels: tests/data/session_boundaries_agent.jsonl,
-tests/data/session_lessons.jsonl), and ``written`` — sessions written by hand in the shapes of
-real agent exports (tests/data/sessions_written/). Every file goes through the real ingestion
+tests/data/session_lessons.jsonl), ``written`` — sessions written by hand in the shapes of
+real agent exports (tests/data/sessions_written/), and ``heldout`` — a second hand-written set
+(tests/data/sessions_heldout/) made after the offline rules were tuned on the first two, and
+never used to tune them. Every file goes through the real ingestion
 service and pipeline (redaction, segmentation, scoring, extraction, the upload funnel) with the
 offline provider, then:
 
@@ -43,10 +45,11 @@ def label_sets(which: str) -> list[dict]:
     if which in ("real", "all") and real is not None:
         sets.append({"name": "real", "dir": real, "boundaries": _read(DATA / "session_boundaries_agent.jsonl"),
                      "lessons": _read(DATA / "session_lessons.jsonl")})
-    written = DATA / "sessions_written"
-    if which in ("written", "all") and (written / "lessons.jsonl").exists():
-        sets.append({"name": "written", "dir": written, "boundaries": _read(written / "boundaries.jsonl"),
-                     "lessons": _read(written / "lessons.jsonl")})
+    for name in ("written", "heldout"):
+        folder = DATA / f"sessions_{name}"
+        if which in (name, "all") and (folder / "lessons.jsonl").exists():
+            sets.append({"name": name, "dir": folder, "boundaries": _read(folder / "boundaries.jsonl"),
+                         "lessons": _read(folder / "lessons.jsonl")})
     return sets
 
 
@@ -131,7 +134,7 @@ def run_set(label_set: dict) -> tuple[dict, list, list]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", choices=["real", "written", "all"], default="all")
+    parser.add_argument("--set", choices=["real", "written", "heldout", "all"], default="all")
     parser.add_argument("--show", action="store_true", help="list missed lessons and stray memories")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

@@ -42,6 +42,11 @@ _VERSION_OUT = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\b")
 _SPECIFIC_ERROR = re.compile(r"\b(?:fatal|cannot|can't|could not|couldn't|unable to|not found|denied|invalid|refused"
                              r"|not formatted|undefined|missing|unknown|unsupported|not supported|timed out"
                              r"|is not an? [\w-]+ command|not recognized)\b", re.I)
+# "Total errors: 2", "3 failed, 41 passed": a count says that something failed, not what.
+_SUMMARY_LINE = re.compile(r"^\W*(?:total\s+)?(?:errors?|failures?|warnings?|issues?)\s*:\s*\d+"
+                           r"|^\W*\d+\s+(?:errors?|failures?|failed|issues?|warnings?)\b[\s\w,]*$", re.I)
+# A compiler's or linter's diagnostic: ``path/to/file.ext:LINE[:COL]: message``.
+_DIAGNOSTIC = re.compile(r"^[\w./-]+\.\w{1,5}:\d+(?::\d+)?:\s*\S.{8,}")
 _CAUSED_BY = re.compile(r"^\s*Caused by:?\s*$", re.I | re.M)
 _GENERIC_ERROR = re.compile(r"\b(?:error|errors|fail(?:ed|s|ure)?)\b", re.I)
 _MARKUP = re.compile(r"</?[a-z][\w-]*[^>]*>.*</?[a-z][\w-]*|\\\"", re.I)  # HTML or escaped JSON dumps
@@ -151,10 +156,11 @@ def error_line(output: str) -> str:
     cleaned = [re.sub(r"^\s*\[tool result(?: ERROR)?\]\s*(?:Exit code \d+\s*)?", "", line).strip() for line in lines]
     cleaned = [line for line in cleaned if len(line) > 6 and not _MARKUP.search(line)]
     candidates = [line for line in cleaned if ERROR_RE.search(line) or _SPECIFIC_ERROR.search(line)
-                  or _GENERIC_ERROR.search(line)][:12]
+                  or _GENERIC_ERROR.search(line) or _DIAGNOSTIC.match(line)][:12]
     if candidates:
         best = max(candidates, key=lambda line: _specificity(line) + (4 if ERROR_RE.search(line) else 0)
-                   + (2 if _SPECIFIC_ERROR.search(line) else 0))
+                   + (2 if _SPECIFIC_ERROR.search(line) else 0) + (2 if _DIAGNOSTIC.match(line) else 0)
+                   - (12 if _SUMMARY_LINE.search(line) else 0) - (6 if line.endswith(":") else 0))  # a header
         return normalise_space(best + _cause(output))[:240]
     # The call failed (exit code, error flag) without an error word: its first line says why.
     return normalise_space(cleaned[0])[:240] if cleaned and len(cleaned[0].split()) >= 3 else ""

@@ -155,6 +155,9 @@ def test_an_edit_is_summed_up_by_the_line_that_says_the_most():
 def test_the_error_line_is_the_one_that_names_the_problem():
     output = "Exit code 1\nnpm ERR! code ELIFECYCLE\nError [ERR_UNKNOWN_BUILTIN_MODULE]: No such built-in module: x\nnpm ERR!"
     assert error_line(output).startswith("Error [ERR_UNKNOWN_BUILTIN_MODULE]")
+    hook = ("Pre-commit validation failed:\n[DIALYZER]\nTotal errors: 2, Skipped: 0\ndone in 0m12.82s\n"
+            "lib/app/summary.ex:120:18:pattern_match The pattern can never match the type.")
+    assert error_line(hook).startswith("lib/app/summary.ex:120:18:pattern_match")
     cargo = ("error: failed to parse manifest at `/p/Cargo.toml`\n\nCaused by:\n  feature `edition2024` is required\n")
     assert "caused by: feature `edition2024` is required" in error_line(cargo)
     assert "is not a docker command" in error_line("Docker version 24.0.7, build afdd53b\n"
