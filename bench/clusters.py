@@ -21,6 +21,7 @@ a cluster, pairs ≤ 2 should not.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -149,6 +150,32 @@ def topics_bench(seeds: int) -> tuple[list[tuple[str, str]], dict]:
     return rows, figures
 
 
+def centroid_plan_index(memory_id) -> str:
+    """Assign one memory and explain the centroid lookup it ran: the HNSW index it scans, or
+    ``""`` when the planner reads every centroid instead (too few clusters for the index to
+    pay), which would make the timings those of a scan."""
+    from django.db import connection, transaction
+
+    from clusters.services import cluster_assign
+
+    captured: list = []
+
+    def capture(execute, sql, params, many, context):
+        if "ORDER BY centroid <=>" in sql and not captured:
+            captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        cluster_assign(memory_id=memory_id)
+    sql, params = captured[0]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('hnsw.ef_search', '100', true)")
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    found = re.search(r"\b(cluster_centroid_hnsw)\b", plan)
+    return found.group(1) if found else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--topics", action="store_true", help="only the topic-set quality run")
@@ -200,8 +227,9 @@ def main() -> None:
             new_ids = [m.pk for m in Memory.objects.bulk_create(
                 [Memory(content=texts[i], memory_type="pattern", embedding=list(map(float, v)), content_hash=f"n{k}")
                  for k, (i, v) in enumerate(zip(picks[n:], vectors[n:], strict=True))])]
+            plan_index = centroid_plan_index(new_ids[0])
             index_times = []
-            for memory_id in new_ids:
+            for memory_id in new_ids[1:]:
                 started = time.perf_counter()
                 cluster_assign(memory_id=memory_id)
                 index_times.append(time.perf_counter() - started)
@@ -227,7 +255,9 @@ def main() -> None:
                 (f"n={n}: assign via index", f"median {index_ms:.2f} ms, p95 {sorted(index_times)[int(0.95 * (len(index_times) - 1))] * 1000:.2f} ms"),
                 (f"n={n}: brute-force Python scan", f"median {brute_ms:.1f} ms over {clusters} centroids"),
                 (f"n={n}: brute force / index", f"{brute_ms / index_ms:.0f}x"),
+                (f"n={n}: centroid lookup plan", plan_index or "no index: every centroid read"),
             ]
+            figures[f"n{n}_plan_index"] = plan_index
             figures[f"n{n}_clusters"] = clusters
             figures[f"n{n}_assign_ms"] = index_ms
             figures[f"n{n}_bruteforce_ms"] = brute_ms
