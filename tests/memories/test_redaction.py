@@ -228,7 +228,7 @@ def _session_with_a_secret() -> bytes:
 
 @pytest.mark.django_db
 def test_a_secret_sent_through_every_entry_point_is_in_no_table_and_no_log(api, caplog, django_capture_on_commit_callbacks):
-    """Memory upload (new and merged), plain-text ingest, a session file (segmented, scored and
+    """Memory upload (new, merged and as a batch), plain-text ingest, a session file (segmented, scored and
     extracted), search and context: the secret is in no table but the raw archive, which by
     default keeps the original bytes (ULTRON_RAW_ARCHIVE_REDACT off), and in no log line."""
     from django.core.files.uploadedfile import SimpleUploadedFile
@@ -251,9 +251,15 @@ def test_a_secret_sent_through_every_entry_point_is_in_no_table_and_no_log(api, 
                                                          f"{SECRET}\nCause: the key was revoked by {PERSON_EMAIL}\n"
                                                          f"Fix: rotate {SECRET} and store it in the vault"},
                         format="json")
+        batch = api.post(reverse("memory-upload"), {"memories": [
+            {"content": f"Billing webhook rejected key {SECRET}", "resolution": f"page {PERSON_EMAIL}",
+             "tags": [TAG_SECRET]},
+            {"content": f"Staging deploy kept {SECRET} in its build log", "context": f"ask {PERSON_EMAIL}"}]},
+            format="json")
         upload = SimpleUploadedFile("deploy.jsonl", _session_with_a_secret(), content_type="application/jsonl")
         session = api.post(reverse("ingest"), {"files": [upload]}, format="multipart")
     assert first.status_code == 201 and second.status_code == 200
+    assert batch.status_code == 200 and batch.json()["failed"] == 0, batch.json()
     assert text.status_code == 201, text.json()
     assert session.status_code == 202 and session.json()["files"][0]["status"] == "new", session.json()
     assert Memory.objects.filter(source=Source.INGEST_TEXT).exists()
@@ -278,7 +284,7 @@ def test_a_secret_sent_through_every_entry_point_is_in_no_table_and_no_log(api, 
     assert "<LLM_API_KEY>" in everything
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert SECRET not in logged and PERSON_EMAIL not in logged
-    for response in (search, context, details, text, session):
+    for response in (search, context, details, text, session, batch):
         assert SECRET not in response.content.decode() and PERSON_EMAIL not in response.content.decode()
 
 
