@@ -118,7 +118,8 @@ _NEXT_TASK = re.compile(
 _BACKGROUND_DONE = re.compile(r"^\s*<task-notification>")  # Claude Code: a background command finished
 
 
-def _said(message: Message) -> bool:
+def said_aloud(message: Message) -> bool:
+    """What the agent says to the user: not a tool call, not its thinking."""
     return message.role == "assistant" and not message.text.startswith(("[tool call", "[thinking]"))
 
 
@@ -143,14 +144,14 @@ def agent_boundaries(messages: list[Message]) -> list[int]:
         while after < len(messages) and (
             messages[after].is_tool_result or messages[after].text.startswith("[thinking]")
             or (after in quiet_calls and index not in ticked)
-            or (_said(messages[after]) and after + 1 < len(messages) and after + 1 in closing_moves)
+            or (said_aloud(messages[after]) and after + 1 < len(messages) and after + 1 in closing_moves)
         ):
             after += 1
         # Of several things the agent says before its next action, the last one opens the next
         # task ("Committed, tests pass." / "Back to the list: #43").
-        while (after + 1 < len(messages) and _said(messages[after]) and _said(messages[after + 1])):
+        while (after + 1 < len(messages) and said_aloud(messages[after]) and said_aloud(messages[after + 1])):
             after += 1
-        if after + 1 < len(messages) and _said(messages[after]) and messages[after + 1].role == "user":
+        if after + 1 < len(messages) and said_aloud(messages[after]) and messages[after + 1].role == "user":
             # The agent's wrap-up, then the user speaks: a turn of the user's is judged on its own,
             # a background job reporting back starts a side task.
             if _BACKGROUND_DONE.match(messages[after + 1].text):
@@ -158,7 +159,7 @@ def agent_boundaries(messages: list[Message]) -> list[int]:
         elif after < len(messages) and messages[after].role == "assistant":
             cuts.append(after)
         index = after
-    cuts.extend(i for i, m in enumerate(messages) if _said(m) and _NEXT_TASK.search(m.text[:300]))
+    cuts.extend(i for i, m in enumerate(messages) if said_aloud(m) and _NEXT_TASK.search(m.text[:300]))
     return sorted(set(cuts))
 
 

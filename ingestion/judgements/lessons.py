@@ -16,7 +16,7 @@ from ingestion.judgements.chains import chains_find, edit_gist, steps_of
 from ingestion.judgements.commands import is_look, short_command
 from ingestion.judgements.cues import CORRECTION_RE, ERROR_RE, is_error, states_rule
 from ingestion.parsing import Message
-from ingestion.segmentation import is_goal
+from ingestion.segmentation import is_goal, said_aloud
 from memories.text import normalise_space, truncate_tokens
 
 CONFIRM_RE = re.compile(
@@ -53,10 +53,6 @@ def _user_turns(messages: list[Message]) -> list[int]:
     return [i for i, m in enumerate(messages) if is_goal(m)]
 
 
-def _visible(message: Message) -> bool:
-    return message.role == "assistant" and not message.text.startswith(("[tool call", "[thinking]"))
-
-
 def _listed_steps(text: str) -> list[str]:
     items = []
     for line in text.splitlines():
@@ -90,7 +86,7 @@ def howto_find(messages: list[Message], goal: int, confirmation: int) -> Lesson 
     between = messages[goal + 1 : confirmation]
     if any(is_error(m) for m in between[-4:]):
         return None  # ended on a failure the confirmation does not cover
-    answers = [m.text for m in between if _visible(m)]
+    answers = [m.text for m in between if said_aloud(m)]
     steps = next((items for items in (_listed_steps(t) for t in reversed(answers)) if len(items) >= 2), [])
     if not steps:
         steps = _acted_steps(messages, goal + 1, confirmation)
@@ -104,7 +100,7 @@ def howto_find(messages: list[Message], goal: int, confirmation: int) -> Lesson 
 
 def _after(messages: list[Message], index: int) -> str:
     for message in messages[index + 1 : index + 8]:
-        if _visible(message):
+        if said_aloud(message):
             sentences = _sentences(message.text)
             return truncate_tokens(sentences[0], 50) if sentences else ""
     return ""
