@@ -12,20 +12,21 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 from unfold.admin import ModelAdmin
 
 from agents.admin_tools import ReadOnlyTabularInline
 from agents.models import Agent, ApiToken
-from agents.services import agent_create, token_issue, token_revoke
+from agents.services import agent_create, token_issue, token_lifetime, token_revoke
 
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 
 
 class ApiTokenInline(ReadOnlyTabularInline):
     model = ApiToken
-    fields = ("prefix", "label", "created_at", "last_used_at", "revoked_at", "revoke")
+    fields = ("prefix", "label", "created_at", "last_used_at", "expires_at", "revoked_at", "revoke")
     readonly_fields = fields
 
     @admin.display(description="")
@@ -68,7 +69,7 @@ class AgentAdmin(ModelAdmin):
 
     @admin.display(description="active tokens")
     def active_tokens(self, agent: Agent) -> int:
-        return agent.tokens.filter(revoked_at__isnull=True).count()
+        return agent.tokens.filter(revoked_at__isnull=True).exclude(expires_at__lte=timezone.now()).count()
 
     def get_urls(self):
         return [
@@ -86,7 +87,7 @@ class AgentAdmin(ModelAdmin):
         if request.method == "POST" and form.is_valid():
             agent = agent_create(name=form.cleaned_data["name"], staff=form.cleaned_data["staff"])
             label = form.cleaned_data["label"] or f"admin:{request.user.get_username()}"
-            issued = token_issue(agent=agent, label=label)
+            issued = token_issue(agent=agent, label=label, lifetime=token_lifetime())
             return TemplateResponse(request, "admin/agents/token_issued.html",
                                     {**context, "title": "Agent created", "issued": [issued]})
         return TemplateResponse(request, "admin/agents/agent_add.html", context)
@@ -101,7 +102,8 @@ class AgentAdmin(ModelAdmin):
 
     @admin.action(description="Issue a new token (shown once)", permissions=["token"])
     def issue_token(self, request, queryset):
-        issued = [token_issue(agent=agent, label=f"admin:{request.user.get_username()}") for agent in queryset]
+        issued = [token_issue(agent=agent, label=f"admin:{request.user.get_username()}", lifetime=token_lifetime())
+                  for agent in queryset]
         context = {**self.admin_site.each_context(request), "opts": self.opts, "title": "Tokens issued",
                    "issued": issued}
         return TemplateResponse(request, "admin/agents/token_issued.html", context)

@@ -13,6 +13,8 @@ from agents.services import split_token, token_hash
 
 # last_used_at is a convenience for operators; write it at most once a minute per token.
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
+# Compared against when no token row matched (no SHA-256 hex digest equals it).
+_NO_MATCH = "0" * 63 + "-"
 
 
 class AgentTokenAuthentication(authentication.BaseAuthentication):
@@ -35,12 +37,17 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
             .filter(prefix=prefix, revoked_at__isnull=True)
             .first()
         )
-        if row is None or not hmac.compare_digest(row.key_hash, token_hash(token)):
+        # Hash and compare even when no row matched, in constant time, so the answer takes as
+        # long for an unknown prefix as for a known one with a wrong secret.
+        stored = row.key_hash if row is not None else _NO_MATCH
+        if not hmac.compare_digest(stored, token_hash(token)) or row is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
+        now = timezone.now()
+        if row.expires_at is not None and row.expires_at <= now:
+            raise exceptions.AuthenticationFailed("Token expired.")
         user = row.agent.user
         if not user.is_active:
             raise exceptions.AuthenticationFailed("Agent is disabled.")
-        now = timezone.now()
         if row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
         return user, row

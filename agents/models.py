@@ -40,6 +40,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Optional: a token past this moment no longer opens the API (null: it never expires).
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "ultron_site_apitoken"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
@@ -55,11 +57,22 @@ def agent_create(*, name: str, staff: bool = False) -> Agent:
     return Agent.objects.create(name=name, user=user)
 
 
+def token_lifetime(days: int | None = None) -> timedelta | None:
+    """A token's lifetime: ``days`` if given, else the hub's ``ULTRON_TOKEN_DAYS``; 0 means none."""
+    if days is None:
+        days = settings.ULTRON_TOKEN_DAYS
+    if days < 0:
+        raise ValueError("a token's lifetime in days must be 0 (never expires) or more")
+    return timedelta(days=days) if days else None
+
+
 @transaction.atomic
-def token_issue(*, agent: Agent, label: str = "") -> IssuedToken:
+def token_issue(*, agent: Agent, label: str = "", lifetime: timedelta | None = None) -> IssuedToken:
     prefix = secrets.token_hex(6)
     token = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
-    ApiToken.objects.create(agent=agent, prefix=prefix, key_hash=token_hash(token), label=label)
+    expires_at = timezone.now() + lifetime if lifetime else None
+    ApiToken.objects.create(agent=agent, prefix=prefix, key_hash=token_hash(token), label=label,
+                            expires_at=expires_at)
     return IssuedToken(agent=agent, token=token)
 
 

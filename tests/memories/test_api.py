@@ -189,8 +189,9 @@ def test_health_needs_no_token(outsider_api):
     assert body["database"]["pgvector"]
 
 
-def test_openapi_schema_is_published(outsider_api):
-    response = outsider_api.get(reverse("schema"), HTTP_ACCEPT="application/vnd.oai.openapi+json")
+def test_openapi_schema_is_published_to_agents(api, outsider_api):
+    assert outsider_api.get(reverse("schema")).status_code == 401
+    response = api.get(reverse("schema"), HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     assert b"/api/memories/upload" in response.content
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.services import agent_create, token_issue
+from agents.services import agent_create, token_issue, token_lifetime
 
 
 class Command(BaseCommand):
@@ -12,15 +12,20 @@ class Command(BaseCommand):
         parser.add_argument("name")
         parser.add_argument("--staff", action="store_true", help="give the agent curator rights")
         parser.add_argument("--label", default="", help="a note stored with the token")
+        parser.add_argument("--expires-days", type=int, default=None,
+                            help="the token stops working after this many days "
+                                 "(default: ULTRON_TOKEN_DAYS; 0: never)")
 
-    def handle(self, *args, name: str, staff: bool, label: str, **options):
+    def handle(self, *args, name: str, staff: bool, label: str, expires_days: int | None, **options):
         try:
+            lifetime = token_lifetime(expires_days)
             agent = agent_create(name=name, staff=staff)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        issued = token_issue(agent=agent, label=label)
+        issued = token_issue(agent=agent, label=label, lifetime=lifetime)
+        expiry = f" It expires in {lifetime.days} day(s)." if lifetime else ""
         self.stderr.write(
             f"Agent {agent.name!r}{' (staff)' if agent.is_staff else ''}: new token below. "
-            "It is shown only this once; store it now."
+            f"It is shown only this once; store it now.{expiry}"
         )
         self.stdout.write(issued.token)
