@@ -34,3 +34,16 @@ class FirstPassword(models.Model):
 
     def __str__(self) -> str:
         return f"first password of {self.user_id}"
+
+
+class RateWindow(models.Model):
+    """The API rate limit's counter for one token in the current fixed window. Kept in the
+    database (one row per token, updated in place) so every web process on every host counts
+    against the same limit."""
+
+    key = models.CharField(max_length=64, unique=True)
+    window = models.BigIntegerField()  # the window's number: epoch seconds // window length
+    count = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.count} in window {self.window}"

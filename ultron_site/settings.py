@@ -7,6 +7,7 @@ the static directory happen before it is loaded, in ``ultron_site.startup.prepar
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -171,7 +172,15 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int(
 )
 ULTRON_API_RATE = env_str(
     "ULTRON_API_RATE", "6000/min", group="core",
-    help="Per-agent API rate limit in DRF throttle syntax (429 above it).",
+    help="Per-token API rate limit: N/s, N/min, N/hour or N/day (429 with Retry-After above "
+         "it, counted in the database so all web processes share it); 0: no limit.",
+)
+if not re.fullmatch(r"\s*(0|off|none|\d+/(s|sec|second|m|min|minute|h|hour|d|day))\s*", ULTRON_API_RATE):
+    raise ImproperlyConfigured(f"ULTRON_API_RATE={ULTRON_API_RATE!r}: write it as N/s, N/min, N/hour or N/day, or 0")
+ULTRON_TOKEN_DAYS = env_int(
+    "ULTRON_TOKEN_DAYS", 0, minimum=0, group="core",
+    help="Lifetime of newly issued API tokens in days (expired tokens answer 401); 0: no expiry. "
+         "`create_agent --expires-days N` overrides it per token.",
 )
 
 # --- REST API -----------------------------------------------------------------------------
@@ -179,11 +188,10 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memories.parsers.JSONBodyParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "ultron_site.api_errors.exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"user": env_str("ULTRON_API_RATE", "6000/min")},
+    "DEFAULT_THROTTLE_CLASSES": ["ultron_site.throttle.TokenRateThrottle"],
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -191,8 +199,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Shared memory hub for AI agents.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
-    "SERVE_AUTHENTICATION": [],
+    # Like every API call but health, the schema needs a token.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": ["agents.auth.AgentTokenAuthentication"],
 }
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -2,8 +2,9 @@
 
 Each test calls its endpoint with 10 rows behind it, then with 500 (the details endpoint: 10
 and 100 ids, its maximum), under the same bound: what the endpoint does at 10 rows. An N+1
-would add hundreds of queries at 500 rows. The bounds include authentication: one query for the
-token, and on a token's first request one more that records ``last_used_at``.
+would add hundreds of queries at 500 rows. The bounds include authentication (one query for the
+token, and on a token's first request one more that records ``last_used_at``) and the rate
+limit's counter (one upsert).
 
 Rows are made with ``bulk_create``, with fixed pseudo-random unit vectors (seeded numpy).
 """
@@ -94,8 +95,8 @@ def test_memory_list_queries_do_not_grow_with_rows(api, agent, django_assert_max
         assert len(response.json()["results"]) == min(n, 200)
         return response
 
-    # auth (1-2), the count, the page
-    _assert_flat(django_assert_max_num_queries, 4, lambda a, b: _memories(a, b, agent=agent), call)
+    # auth (1-2), the rate limit, the count, the page
+    _assert_flat(django_assert_max_num_queries, 5, lambda a, b: _memories(a, b, agent=agent), call)
 
 
 def test_archived_memory_list_for_a_curator_queries_do_not_grow_with_rows(
@@ -110,8 +111,8 @@ def test_archived_memory_list_for_a_curator_queries_do_not_grow_with_rows(
         assert {r["status"] for r in response.json()["results"]} == {"archived"}
         return response
 
-    # auth (1-2), the count, the page
-    _assert_flat(django_assert_max_num_queries, 4,
+    # auth (1-2), the rate limit, the count, the page
+    _assert_flat(django_assert_max_num_queries, 5,
                  lambda a, b: _memories(a, b, agent=agent, status=Status.ARCHIVED), call)
 
 
@@ -128,8 +129,8 @@ def test_memory_details_queries_do_not_grow_with_ids(api, agent, django_assert_m
         assert {m["agent"] for m in body["memories"]} == {agent.name}
         return response
 
-    # auth (1-2), the memories with their agents, the hit counts' UPDATE
-    _assert_flat(django_assert_max_num_queries, 4, grow, call, sizes=(10, 100))
+    # auth (1-2), the rate limit, the memories with their agents, the hit counts' UPDATE
+    _assert_flat(django_assert_max_num_queries, 5, grow, call, sizes=(10, 100))
 
 
 def test_memory_search_queries_do_not_grow_with_rows(api, agent, django_assert_max_num_queries):
@@ -140,10 +141,10 @@ def test_memory_search_queries_do_not_grow_with_rows(api, agent, django_assert_m
         assert response.json()["count"] == min(n, 100)
         return response
 
-    # auth (1-2), the query's lexemes, their row estimates from pg_stats (cached per process for
-    # a few minutes, so not always made), SAVEPOINT, SET LOCAL hnsw.ef_search, the hybrid
+    # auth (1-2), the rate limit, the query's lexemes, their row estimates from pg_stats (cached
+    # per process for a few minutes, so not always made), SAVEPOINT, SET LOCAL hnsw.ef_search, the hybrid
     # search, RELEASE, the hit counts' UPDATE
-    _assert_flat(django_assert_max_num_queries, 9,
+    _assert_flat(django_assert_max_num_queries, 10,
                  lambda a, b: _memories(a, b, agent=agent, around=query), call)
 
 
@@ -157,8 +158,8 @@ def test_context_queries_do_not_grow_with_rows(api, agent, django_assert_max_num
         assert "relevant" in sections
         return response
 
-    # the search's 9 (see above) and the HOT memories
-    _assert_flat(django_assert_max_num_queries, 10,
+    # the search's 10 (see above) and the HOT memories
+    _assert_flat(django_assert_max_num_queries, 11,
                  lambda a, b: _memories(a, b, agent=agent, around=query), call)
 
 
@@ -209,8 +210,8 @@ def test_cluster_list_queries_do_not_grow_with_rows(api, django_assert_max_num_q
         assert {r["skill"] for r in results} == {skill.slug, None}
         return response
 
-    # auth (1-2), the clusters with their skills
-    _assert_flat(django_assert_max_num_queries, 3, lambda a, b: _clusters(a, b, skill=skill), call)
+    # auth (1-2), the rate limit, the clusters with their skills
+    _assert_flat(django_assert_max_num_queries, 4, lambda a, b: _clusters(a, b, skill=skill), call)
 
 
 def test_cluster_detail_queries_do_not_grow_with_members(api, agent, django_assert_max_num_queries):
@@ -231,8 +232,8 @@ def test_cluster_detail_queries_do_not_grow_with_members(api, agent, django_asse
         assert len(body["members"]) == min(n, 200)
         return response
 
-    # auth (1-2), the cluster with its skill, the members
-    _assert_flat(django_assert_max_num_queries, 4, grow, call)
+    # auth (1-2), the rate limit, the cluster with its skill, the members
+    _assert_flat(django_assert_max_num_queries, 5, grow, call)
 
 
 def test_published_skill_list_for_an_agent_queries_do_not_grow_with_rows(api, django_assert_max_num_queries):
@@ -247,8 +248,8 @@ def test_published_skill_list_for_an_agent_queries_do_not_grow_with_rows(api, dj
         }
         return response
 
-    # auth (1-2), the skills with their current versions and source clusters
-    _assert_flat(django_assert_max_num_queries, 3, lambda a, b: _skills(a, b, cluster=cluster), call)
+    # auth (1-2), the rate limit, the skills with their current versions and source clusters
+    _assert_flat(django_assert_max_num_queries, 4, lambda a, b: _skills(a, b, cluster=cluster), call)
 
 
 def test_skill_list_for_a_curator_queries_do_not_grow_with_rows(curator_api, django_assert_max_num_queries):
@@ -262,8 +263,8 @@ def test_skill_list_for_a_curator_queries_do_not_grow_with_rows(curator_api, dja
         assert {r["version"] for r in results} == {1}
         return response
 
-    # auth (1-2), the skills with their current versions and source clusters
-    _assert_flat(django_assert_max_num_queries, 3, lambda a, b: _skills(a, b, cluster=cluster), call)
+    # auth (1-2), the rate limit, the skills with their current versions and source clusters
+    _assert_flat(django_assert_max_num_queries, 4, lambda a, b: _skills(a, b, cluster=cluster), call)
 
 
 def test_skill_versions_queries_do_not_grow_with_versions(api, django_assert_max_num_queries):
@@ -284,8 +285,8 @@ def test_skill_versions_queries_do_not_grow_with_versions(api, django_assert_max
         assert [v["version"] for v in versions] == list(range(n, 0, -1))
         return response
 
-    # auth (1-2), the skill with its current version and source cluster, its versions
-    _assert_flat(django_assert_max_num_queries, 4, grow, call)
+    # auth (1-2), the rate limit, the skill with its current version and source cluster, its versions
+    _assert_flat(django_assert_max_num_queries, 5, grow, call)
 
 
 # --- ingestion -------------------------------------------------------------------------------
@@ -325,6 +326,6 @@ def test_ingest_job_queries_do_not_grow_with_files(api, agent, django_assert_max
         assert body["errors"] == n  # one failed segment per file
         return response
 
-    # Auth (2), the job, its sessions with their segment counts, their memory counts, the
+    # Auth (2), the rate limit, the job, its sessions with their segment counts, their memory counts, the
     # failing segments of all of them.
-    _assert_flat(django_assert_max_num_queries, 6, grow, call)
+    _assert_flat(django_assert_max_num_queries, 7, grow, call)

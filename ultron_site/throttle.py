@@ -1,0 +1,69 @@
+"""Per-token API rate limit, shared by every web process (``ULTRON_API_RATE``).
+
+DRF's stock throttles keep their history in Django's cache, which is per process here: with
+four gunicorn workers on two hosts an agent would get eight times its limit. This one counts
+in PostgreSQL instead, with a single upsert per request: a fixed window (a minute for
+``N/min``) whose counter starts again when the window changes. An agent over its limit gets
+429 with ``Retry-After`` set to the seconds left in the window. A fixed window lets a client
+send up to twice the rate across a window boundary; that is the usual price for one statement.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from django.conf import settings
+from django.db import connection
+from rest_framework.throttling import BaseThrottle
+
+from ultron_site.models import RateWindow
+
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+_UPSERT = f"""
+    INSERT INTO {RateWindow._meta.db_table} (key, "window", count) VALUES (%s, %s, 1)
+    ON CONFLICT (key) DO UPDATE SET
+        count = CASE WHEN {RateWindow._meta.db_table}."window" = EXCLUDED."window"
+                     THEN {RateWindow._meta.db_table}.count + 1 ELSE 1 END,
+        "window" = EXCLUDED."window"
+    RETURNING count
+"""
+
+
+def parse_rate(rate: str) -> tuple[int, int] | None:
+    """``"6000/min"`` → (6000, 60); an empty rate or ``"0"`` turns the limit off (None)."""
+    rate = rate.strip()
+    if rate in ("", "0", "off", "none"):
+        return None
+    count, sep, period = rate.partition("/")
+    if not sep or not count.strip().isdigit() or not period.strip() or period.strip()[0] not in _PERIODS:
+        raise ValueError(f"rate {rate!r}: write it as N/s, N/min, N/hour or N/day")
+    return int(count), _PERIODS[period.strip()[0]]
+
+
+class TokenRateThrottle(BaseThrottle):
+    """Counts each API token (an agent with two tokens has two budgets); requests without a
+    token never reach here (authentication refuses them first)."""
+
+    def __init__(self) -> None:
+        self.wait_seconds: float | None = None
+
+    def allow_request(self, request, view) -> bool:
+        limit = parse_rate(settings.ULTRON_API_RATE)
+        token = getattr(request, "auth", None)
+        if limit is None or token is None or not getattr(token, "pk", None):
+            return True
+        allowed, period = limit
+        now = time.time()
+        window = int(now // period)
+        with connection.cursor() as cursor:
+            cursor.execute(_UPSERT, [f"token:{token.pk}", window])
+            (count,) = cursor.fetchone()
+        if count <= allowed:
+            return True
+        self.wait_seconds = (window + 1) * period - now
+        return False
+
+    def wait(self) -> float | None:
+        return None if self.wait_seconds is None else max(1, math.ceil(self.wait_seconds))
