@@ -23,6 +23,7 @@ from django.conf import settings
 
 from ingestion.judgements.chains import Step, steps_of
 from ingestion.judgements.commands import command_key, short_command
+from ingestion.judgements.cues import DATA_NOTE, fence
 from ingestion.parsing import Message
 from memories.providers.embeddings import get_embedder
 from memories.providers.llm import InvalidReply, LLMError, get_llm
@@ -284,6 +285,7 @@ SYSTEM_PROMPT = (
     "the current segment. Messages are numbered. Reply with JSON only: "
     '{"segments": [{"start": <first index>, "end": <last index, inclusive>, "topic": "<3-8 words>"}]} '
     "covering every message from the first to the last index shown, in order, without gaps or overlaps."
+    + DATA_NOTE
 )
 
 
@@ -294,7 +296,7 @@ def segment_with_llm(messages: list[Message]) -> list[Span]:
         listing = "\n".join(_line(i, messages[i]) for i in range(start, end))
         window_spans = llm.ask_json(
             system=SYSTEM_PROMPT,
-            user=f"Messages {start} to {end - 1}:\n{listing}",
+            user=f"Messages {start} to {end - 1}:\n{fence(listing)}",
             validate=functools.partial(_validate_window, first=start, end=end),
             max_tokens=1500,
             purpose="segment",

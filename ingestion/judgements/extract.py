@@ -21,8 +21,10 @@ from ingestion.judgements.chains import (
 )
 from ingestion.judgements.cues import (
     CORRECTION_RE,
+    DATA_NOTE,
     EXPLAIN_RE,
     SUCCESS_RE,
+    fence,
     is_error,
     render,
     states_rule,
@@ -160,6 +162,7 @@ EXTRACT_PROMPT = (
     'the source. Reply with JSON only: {"memories": [{"content": "the problem or fact", "context": '
     '"where it happened", "resolution": "the fix or how to apply it", "confidence": <0..1>, '
     '"tags": ["short", "tags"]}]} — an empty list when there is nothing worth keeping.'
+    + DATA_NOTE
 )
 MIN_CONFIDENCE = 0.5
 
@@ -177,16 +180,37 @@ def extract(messages: list[Message] | None, *, text: str | None = None, topic: s
     if messages is not None:
         sources = [render(messages, budget)]
     else:
-        sources = _text_windows(text or "", budget)
+        sources = [fence(window) for window in _text_windows(text or "", budget)]
     found: list[Extracted] = []
     for source in sources:
         header = f"Task: {topic}\n\n" if topic else ""
-        found.extend(llm.ask_json(system=EXTRACT_PROMPT, user=header + source, validate=_validate_extracted,
-                                  max_tokens=2000, purpose="extract"))
+        replies = llm.ask_json(system=EXTRACT_PROMPT, user=header + source, validate=_validate_extracted,
+                               max_tokens=2000, purpose="extract")
+        found.extend(item for item in replies if grounded(item, header + source))
     tags = ["trajectory", f"type:{task_type}"] if messages is not None else ["text"]
     for item in found:
         item.tags = list(dict.fromkeys(tags + item.tags))
     return [item for item in found if item.confidence >= MIN_CONFIDENCE]
+
+
+_WORD_RE = re.compile(r"[a-z0-9_][a-z0-9_.+-]{2,}|[\u3400-\u9fff]")
+GROUNDED_SHARE = 0.5
+
+
+def _words(text: str) -> set[str]:
+    # Five-character stems: "failing" and "failed", "configure" and "configuration" meet.
+    return {word[:5] for word in _WORD_RE.findall(text.lower())}
+
+
+def grounded(item: Extracted, source: str) -> bool:
+    """Whether the model's memory comes from the session it was shown: at least half of the
+    words of its problem and fix occur there. A model writes its memories from what it read
+    (the error, the command, the setting), so a paraphrase keeps most of those words; text it
+    was talked into inventing, or knowledge from elsewhere, does not."""
+    words = _words(f"{item.content} {item.resolution}")
+    if not words:
+        return False
+    return len(words & _words(source)) >= GROUNDED_SHARE * len(words)
 
 
 def _text_windows(text: str, budget: int) -> list[str]:

@@ -14,6 +14,7 @@ from ingestion.judgements.commands import command_key
 from ingestion.judgements.cues import (
     CODING_TOOLS,
     CONFIG_RE,
+    DATA_NOTE,
     EXPLAIN_RE,
     REJECTED_RE,
     RESEARCH_TOOLS,
@@ -150,6 +151,7 @@ SCORE_PROMPT = (
     "cause and fix, a correction, a rule or preference)? Reply with JSON only: "
     '{"score": <0..1>, "task_type": "<one of: ' + ", ".join(TASK_TYPES) + '>", "completed": <bool>, '
     '"errors_met": <bool>, "errors_resolved": <bool>, "reusable": <bool>, "reasons": ["..."]}'
+    + DATA_NOTE
 )
 
 

@@ -177,7 +177,7 @@ def test_a_crash_mid_extraction_resumes_without_losing_or_doubling(agent, openai
     result = ingest(agent, DOCKER_TASK)
     lessons = ["Docker builds need --network host when the CI runner has no outbound proxy",
                "Pin every Python dependency to an exact version in requirements files",
-               "The autumn garden haiku should mention maple leaves and slow exhaling"]
+               "Pass --network host to docker build so pip can reach the package index"]
     items = [{"content": text, "context": "ci", "resolution": f"fix {i}", "confidence": 0.9, "tags": ["docker"]}
              for i, text in enumerate(lessons)]
     openai_llm.script(
