@@ -7,12 +7,17 @@ import json
 from typing import Any
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+    inline_serializer,
+)
 from rest_framework import renderers, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,7 +27,60 @@ from ingestion import selectors, services, training
 from ingestion.formats import ACCEPTED, accepted_name
 from ingestion.services import IngestError
 from memories.api import UploadResultSerializer
+from memories.api_schema import ErrorSerializer, error_responses
 from memories.fields import StrictCharField
+from memories.parsers import JSONBodyParser
+
+
+class FileResultSerializer(serializers.Serializer):
+    """One file of an ingest request, as ``FileResult.as_dict`` gives it."""
+
+    name = serializers.CharField()
+    session_id = serializers.IntegerField(allow_null=True)
+    status = serializers.ChoiceField(choices=["new", "changed", "unchanged", "skipped"])
+    lines = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    malformed = serializers.DictField(child=serializers.IntegerField(), help_text="lines not read, by reason")
+    reason = serializers.CharField(required=False, help_text="why a file was skipped")
+
+
+class JobErrorSerializer(serializers.Serializer):
+    stage = serializers.CharField(help_text="segmentation, or segment <n>")
+    attempts = serializers.IntegerField()
+    error = serializers.CharField()
+    parked = serializers.BooleanField(required=False)
+
+
+class JobFileSerializer(serializers.Serializer):
+    """A file's progress; the counts appear once its session is stored."""
+
+    name = serializers.CharField()
+    status = serializers.CharField()
+    session_id = serializers.IntegerField(allow_null=True)
+    segmentation = serializers.CharField(required=False)
+    segments = serializers.IntegerField(required=False)
+    scored = serializers.IntegerField(required=False)
+    extracted = serializers.IntegerField(required=False)
+    memories = serializers.IntegerField(required=False)
+    failed = serializers.IntegerField(required=False)
+    parked = serializers.IntegerField(required=False)
+    # A field named like a serializer attribute: DRF takes it out of the class, mypy cannot know.
+    errors = JobErrorSerializer(many=True, required=False)  # type: ignore[assignment]
+
+
+class JobProgressSerializer(serializers.Serializer):
+    """What ``ingestion.selectors.job_progress`` returns."""
+
+    job_id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+    done = serializers.BooleanField()
+    segments = serializers.IntegerField()
+    scored = serializers.IntegerField()
+    extracted = serializers.IntegerField()
+    memories = serializers.IntegerField()
+    errors = serializers.IntegerField()  # type: ignore[assignment]
+    parked = serializers.IntegerField()
+    files = JobFileSerializer(many=True)
 
 
 class IngestApi(APIView):
@@ -30,12 +88,28 @@ class IngestApi(APIView):
     ``.traj`` or ``.md``, the format read from the content) or name
     server paths inside ``ULTRON_INGEST_ROOTS`` (JSON ``{paths}``). Returns at once."""
 
-    parser_classes = [MultiPartParser, JSONParser]
+    parser_classes = [MultiPartParser, JSONBodyParser]
 
+    @extend_schema_serializer(component_name="IngestPaths")
     class PathsSerializer(serializers.Serializer):
         paths = serializers.ListField(child=StrictCharField(max_length=4096), min_length=1, max_length=1000)
         agent = StrictCharField(required=False, max_length=100)
 
+    @extend_schema_serializer(component_name="IngestFiles")
+    class FilesSerializer(serializers.Serializer):
+        """The multipart form (read by the view itself, file by file); for the schema."""
+
+        files = serializers.ListField(child=serializers.FileField(), min_length=1)
+        names = serializers.ListField(child=serializers.CharField(), required=False,
+                                      help_text="one name per file, in the same order")
+        agent = serializers.CharField(required=False, help_text="curators: the agent to ingest for")
+
+    @extend_schema(
+        request={"multipart/form-data": FilesSerializer, "application/json": PathsSerializer},
+        responses={202: inline_serializer("IngestAccepted", {
+            "total_files": serializers.IntegerField(), "files": FileResultSerializer(many=True),
+            "job_id": serializers.UUIDField()}), **error_responses(400, 403, 404, 413)},
+    )
     def post(self, request: Request) -> Response:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
         if length > settings.ULTRON_INGEST_MAX_REQUEST_BYTES:
@@ -79,6 +153,7 @@ class IngestApi(APIView):
 
 
 class IngestJobApi(APIView):
+    @extend_schema(responses={200: JobProgressSerializer, **error_responses(404)})
     def get(self, request: Request, job_id) -> Response:
         job = selectors.job_visible(job_id=job_id, user=request.user)
         if job is None:
@@ -87,13 +162,22 @@ class IngestJobApi(APIView):
 
 
 class IngestTextApi(APIView):
+    @extend_schema_serializer(component_name="IngestTextInput")
     class InputSerializer(serializers.Serializer):
         text = StrictCharField(max_length=10_000_000, trim_whitespace=False)
 
+    @extend_schema_serializer(component_name="IngestTextMemory")
     class MemorySerializer(UploadResultSerializer):
         summary_l0 = serializers.CharField(source="memory.summary_l0")
 
-    @extend_schema(request=InputSerializer)
+    ResultSerializer = inline_serializer("IngestTextResult", {
+        "extractor": serializers.CharField(help_text="the LLM's name, or offline"),
+        "memories": MemorySerializer(many=True)})
+
+    @extend_schema(request=InputSerializer, responses={
+        201: OpenApiResponse(ResultSerializer, description="at least one new memory"),
+        200: OpenApiResponse(ResultSerializer, description="every memory merged into one already stored"),
+        **error_responses(400, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -122,6 +206,16 @@ class TrajectoryExportApi(APIView):
     permission_classes = [IsAdminUser]
     renderer_classes = [renderers.JSONRenderer, JsonLinesRenderer]
 
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        """An unknown ``?format=`` is bad input naming the parameter (DRF answers 404)."""
+        try:
+            return super().perform_content_negotiation(request, force)
+        except Http404:
+            if force:
+                raise
+            raise ValidationError({"format": ["use json or jsonl"]}) from None
+
+    @extend_schema_serializer(component_name="TrajectoryExportFilter")
     class FilterSerializer(serializers.Serializer):
         min_score = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
         task_type = serializers.ChoiceField(choices=training.TASK_TYPES, required=False)
@@ -132,7 +226,11 @@ class TrajectoryExportApi(APIView):
         parameters=[FilterSerializer],
         responses={(200, "application/x-ndjson"): OpenApiResponse(
             OpenApiTypes.STR, description='one JSON object per line: {"messages": [...]} in the OpenAI chat '
-                                          "fine-tuning shape")},
+                                          "fine-tuning shape"),
+                   # An error is JSON, or one JSON line when the client asked for ?format=jsonl.
+                   **{(code, media): OpenApiResponse(ErrorSerializer, description=response.description)
+                      for code, response in error_responses(400, 403).items()
+                      for media in ("application/json", "application/x-ndjson")}},
     )
     def get(self, request: Request) -> StreamingHttpResponse:
         data = self.FilterSerializer(data=request.query_params)

@@ -13,6 +13,8 @@ from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
     extend_schema_field,
+    extend_schema_serializer,
+    inline_serializer,
 )
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
@@ -21,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import selectors, services
+from memories.api_schema import error_responses
 from memories.fields import StrictCharField, tags_field
 from memories.models import MemoryType, Status, Tier
 
@@ -123,6 +126,7 @@ class MemoryUploadApi(APIView):
                                            resource_type_field_name=None),
                 description="a single memory merged into the one it duplicates; or, for a batch, always "
                             "200 with one result per item, each carrying its own status"),
+            **error_responses(400, 413, 503),
         },
     )
     def post(self, request: Request) -> Response:
@@ -184,7 +188,14 @@ class SearchHitSerializer(serializers.Serializer):
         return round(hit.score, 6)
 
 
+class SearchResponseSerializer(serializers.Serializer):
+    results = SearchHitSerializer(many=True, help_text="overview_l1 and context only with detail_level l1")
+    count = serializers.IntegerField()
+    mode = serializers.ChoiceField(choices=list(selectors.SEARCH_MODES), help_text="the mode that ran")
+
+
 class MemorySearchApi(APIView):
+    @extend_schema_serializer(component_name="MemorySearchInput")
     class InputSerializer(serializers.Serializer):
         query = StrictCharField(max_length=4000)
         detail_level = serializers.ChoiceField(choices=["l0", "l1"], default="l1")
@@ -195,7 +206,8 @@ class MemorySearchApi(APIView):
         min_score = serializers.FloatField(required=False, default=0.0, min_value=-10.0, max_value=10.0)
         mode = serializers.ChoiceField(choices=list(selectors.SEARCH_MODES), required=False)
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request=InputSerializer,
+                   responses={200: SearchResponseSerializer, **error_responses(400, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -228,10 +240,16 @@ class MemoryRecordSerializer(serializers.Serializer):
 
 
 class MemoryDetailsApi(APIView):
+    @extend_schema_serializer(component_name="MemoryDetailsInput")
     class InputSerializer(serializers.Serializer):
         ids = serializers.ListField(child=serializers.UUIDField(), min_length=1, max_length=100)
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema_serializer(component_name="MemoryDetails")
+    class OutputSerializer(serializers.Serializer):
+        memories = MemoryRecordSerializer(many=True)
+        missing = serializers.ListField(child=serializers.UUIDField(), help_text="asked-for ids with no memory")
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer, **error_responses(400, 413)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -240,20 +258,39 @@ class MemoryDetailsApi(APIView):
                          "missing": [str(i) for i in missing]})
 
 
+class EmbeddingSpaceSerializer(serializers.Serializer):
+    provider = serializers.CharField()
+    model = serializers.CharField()
+    dimensions = serializers.IntegerField()
+
+
+class MemoryStatsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    by_status = serializers.DictField(child=serializers.IntegerField())
+    by_tier = serializers.DictField(child=serializers.IntegerField(), help_text="active memories")
+    by_type = serializers.DictField(child=serializers.IntegerField(), help_text="active memories")
+    merge_pending = serializers.IntegerField()
+    embedding = EmbeddingSpaceSerializer(allow_null=True, help_text="the space the stored vectors are in")
+
+
 class MemoryStatsApi(APIView):
+    @extend_schema(responses={200: MemoryStatsSerializer, **error_responses()})
     def get(self, request: Request) -> Response:
         return Response(selectors.memory_stats())
 
 
 class MemoryListApi(APIView):
+    @extend_schema_serializer(component_name="MemoryListFilter")
     class FilterSerializer(serializers.Serializer):
         memory_type = serializers.ChoiceField(choices=MemoryType.values, required=False)
         tier = serializers.ChoiceField(choices=Tier.values, required=False)
         status = serializers.ChoiceField(choices=Status.values, required=False, default=Status.ACTIVE)
         tag = StrictCharField(required=False, max_length=settings.ULTRON_MAX_TAG_CHARS)
         limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        # Bounded: PostgreSQL's OFFSET is a bigint, and an overflowing one was a 500.
+        offset = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
 
+    @extend_schema_serializer(component_name="MemoryListItem")
     class OutputSerializer(serializers.Serializer):
         id = serializers.UUIDField(source="pk")
         memory_type = serializers.CharField()
@@ -264,7 +301,10 @@ class MemoryListApi(APIView):
         summary_l0 = serializers.CharField()
         created_at = serializers.DateTimeField()
 
-    @extend_schema(parameters=[FilterSerializer])
+    @extend_schema(parameters=[FilterSerializer], responses={
+        200: inline_serializer("MemoryPage", {"count": serializers.IntegerField(help_text="memories matching the filters"),
+                                              "results": OutputSerializer(many=True)}),
+        **error_responses(400)})
     def get(self, request: Request) -> Response:
         data = self.FilterSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
@@ -280,18 +320,24 @@ class MemoryListApi(APIView):
 
 
 class ContextApi(APIView):
+    @extend_schema_serializer(component_name="ContextInput")
     class InputSerializer(serializers.Serializer):
         query = StrictCharField(max_length=4000, required=False, allow_blank=True)
         token_budget = serializers.IntegerField(min_value=50, max_value=32000, default=2000)
         memory_type = serializers.ChoiceField(choices=MemoryType.values, required=False)
         tags = tags_field()
 
+    @extend_schema_serializer(component_name="ContextBlock")
     class BlockSerializer(serializers.Serializer):
         id = serializers.UUIDField()
         section = serializers.CharField()
         tokens = serializers.IntegerField()
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request=InputSerializer, responses={
+        200: inline_serializer("ContextResponse", {
+            "context": serializers.CharField(help_text="the assembled text"), "tokens": serializers.IntegerField(),
+            "token_budget": serializers.IntegerField(), "memories": BlockSerializer(many=True)}),
+        **error_responses(400, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -11,7 +11,8 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -102,3 +103,12 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         body = {"error": code, "message": str(detail)}
     response.data = body
     return response
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's 404 for a URL no route matches: under ``/api/`` in the API's error shape (a
+    client reads JSON there, including for a path parameter of the wrong form, such as
+    ``/api/clusters/abc``), elsewhere the site's HTML page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "not_found", "message": "No API endpoint at this path."}, status=404)
+    return page_not_found(request, exception)

@@ -6,6 +6,9 @@ from drf_spectacular.views import SpectacularAPIView
 from memories import api as memories_api
 from ultron_site import api as site_api
 
+# A URL under /api/ that no route matches still answers in the API's error shape.
+handler404 = "ultron_site.api_errors.not_found"
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
     path("admin/", admin.site.urls),

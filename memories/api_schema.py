@@ -1,0 +1,52 @@
+"""What every API view declares in the OpenAPI schema besides its own body: the token it needs
+and the errors it can answer with, in the one error shape ``ultron_site.api_errors`` writes.
+
+It lives here, in the lowest app with an API, so that the clusters and ingestion views (above
+it) declare their errors with the same serializer.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+
+class AgentTokenScheme(OpenApiAuthenticationExtension):
+    """The agents' bearer token (``Authorization: Bearer ult_...``) as an OpenAPI security scheme."""
+
+    target_class = "agents.auth.AgentTokenAuthentication"
+    name = "agentToken"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer",
+                "description": "An agent's API token: `Authorization: Bearer ult_<prefix>_<secret>`."}
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error the API answers with."""
+
+    error = serializers.CharField(help_text="a short code: invalid, parse_error, not_authenticated, "
+                                            "permission_denied, not_found, too_large, throttled, ...")
+    message = serializers.CharField(help_text="a sentence; for bad input it starts with the field's name")
+    field = serializers.CharField(required=False, help_text="bad input only: the offending field or query "
+                                                            "parameter, as a dotted path (tags.0)")
+    details = serializers.JSONField(required=False, help_text="bad input only: every problem found, by field")
+
+
+_WHEN = {
+    400: "bad input: a body field or query parameter missing, of the wrong type or out of range (named in `field`)",
+    401: "no token, or a malformed, unknown, revoked or expired one",
+    403: "a curator-only operation called by an ordinary agent",
+    404: "no such row",
+    413: "the request body (or a file in it) is over its limit",
+    429: "over the rate limit: the Retry-After header says when to retry",
+    503: "the stored vectors and the configured embedding model disagree (run manage.py reembed)",
+}
+
+
+def error_responses(*codes: int, authenticated: bool = True) -> dict[int, OpenApiResponse]:
+    """The error statuses an operation answers with. An operation that needs a token also
+    answers 401 without a valid one and 429 over the rate limit."""
+    every = set(codes) | ({401, 429} if authenticated else set())
+    return {code: OpenApiResponse(ErrorSerializer, description=_WHEN[code]) for code in sorted(every)}

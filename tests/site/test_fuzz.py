@@ -1,0 +1,63 @@
+"""API fuzzing: schemathesis sends every operation of the live hub's OpenAPI schema generated
+requests, valid and invalid, as a curator and as an ordinary agent, and every response must be
+declared: no status >= 500, a status code, content type and body the schema lists for that
+operation, and errors in the API's shape ``{error, message, field?}``.
+
+A few examples per operation and mode, with a fixed seed, keep this to a minute or two;
+``bench/fuzz.py`` runs the same checks with many more (see bench/README.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.services import agent_create, token_issue
+from bench.fuzz import fuzz, report
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+EXAMPLES = 4
+COVERAGE = 30  # coverage cases per operation (bench/fuzz.py sends them all)
+SEED = 16
+
+
+@pytest.fixture(autouse=True)
+def _roles_back_after_flush():
+    """A transactional test ends by emptying every table, the data migration's groups too;
+    the tests after it expect them."""
+    yield
+    from django.apps import apps
+
+    from ultron_site.roles import groups_sync
+
+    groups_sync(apps)
+
+
+@pytest.fixture
+def stored_rows(agent) -> dict:
+    """A published skill from a cluster of six memories, and an ingest job: path parameters
+    that reach the detail endpoints past their 404."""
+    from clusters.services import cluster_crystallize
+    from ingestion.services import files_ingest
+    from memories.services import embedding_space_ensure
+    from tests.clusters.test_services import _fill
+
+    embedding_space_ensure()
+    members = _fill(6)
+    version = cluster_crystallize(cluster_id=members[0].cluster_member.cluster_id)
+    assert version is not None
+    job, _ = files_ingest(agent=agent, files=[("notes.md", b"# Notes\n\nThe build failed; pinning setuptools fixed it.\n")])
+    return {"cluster_id": members[0].cluster_member.cluster_id, "slug": version.skill.slug,
+            "version": version.version, "job_id": str(job.pk)}
+
+
+@pytest.mark.parametrize("role", ["curator", "agent"])
+def test_every_operation_answers_as_its_schema_declares(live_server, agent, stored_rows, role):
+    staff = role == "curator"
+    token = token_issue(agent=agent_create(name="fuzz-curator", staff=True) if staff else agent).token
+    results = fuzz(base_url=live_server.url, tokens={role: token}, examples=EXAMPLES, seed=SEED, coverage=COVERAGE,
+                   path_parameters=stored_rows)
+    assert len({r.operation for r in results}) >= 19, "the schema lost operations"
+    assert sum(r.requests for r in results) > 0
+    found = report(results)
+    assert not found, f"fuzzing found:\n{found}"
