@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ultron_site.portable import ImportFailed, import_lines
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a file written by export_memories (or standard input with '-'). Idempotent: what "
+        "the hub already holds is left as it is. Bad lines are reported by number and skipped; the "
+        "exit status is non-zero when there were any."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="the export, or - for standard input")
+
+    def handle(self, *args, file: str, **options):
+        try:
+            if file == "-":
+                report = import_lines(sys.stdin.buffer)
+            else:
+                path = Path(file).expanduser()
+                if not path.is_file():
+                    raise CommandError(f"no such file: {path}")
+                with path.open("rb") as stream:
+                    report = import_lines(stream)
+        except ImportFailed as exc:
+            raise CommandError(f"import failed: {exc}") from None
+        for kind in ("memory", "contribution", "candidate", "cluster", "skill"):
+            self.stdout.write(f"{kind}: {report.added[kind]} added, {report.present[kind]} already there"
+                              + (f", {report.extended[kind]} completed" if report.extended[kind] else ""))
+        if report.reembedded:
+            self.stdout.write(f"re-embedded {report.reembedded} memories with this hub's embedding model")
+        if report.redacted:
+            found = ", ".join(f"{tag}: {n}" for tag, n in sorted(report.redacted.items()))
+            self.stdout.write(f"redacted on the way in: {found}")
+        if report.agents_created:
+            self.stdout.write(f"created agents (without tokens): {', '.join(report.agents_created)}")
+        if report.clustered:
+            self.stdout.write(f"put {report.clustered} memories the file left unclustered into clusters")
+        for number, message in report.bad:
+            self.stderr.write(f"line {number}: {message}")
+        problems = []
+        if report.bad:
+            problems.append(f"{len(report.bad)} bad line(s) skipped (listed above); the other lines were imported")
+        if not report.complete:
+            problems.append("the file has no end line: it may have been cut short")
+        if problems:
+            raise CommandError("; ".join(problems))
