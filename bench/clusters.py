@@ -9,6 +9,9 @@ through the hub's upload funnel in shuffled order; then the pipeline's cluster r
 it would a day later. Reported before and after repair: topics gathered (one cluster holds ≥ 5
 of the topic's memories, so it can crystallize), purity (share of each cluster's members from
 its main topic, weighted by size; a singleton memory is its own topic) and clusters per memory.
+Then each gathered topic's cluster is crystallized (offline unless an LLM is configured; nothing
+stored): steps listed and distinct (the synthesis's own rule) against members, name length,
+and how many keyword-list names or redundant skills pass the quality bar and verification.
 
 Corpus: STS Benchmark sentences embedded with the hub's model, then noisy variations of them
 up to N memories (so near-duplicates and clusters exist). Clusters are built with
@@ -98,6 +101,74 @@ def topic_quality(upload_topic: dict, crystallize_at: int) -> dict:
     }
 
 
+def distinct_steps(steps: list[str]) -> int:
+    """How many different actions a list of steps holds, by the synthesis's own rule (the
+    same command or setting, or embeddings at the merge-candidate threshold)."""
+    from clusters import skill_synthesis
+    from clusters.skill_text import code_heads
+    from clusters.skills import _embed
+    from memories.thresholds import model_thresholds
+
+    if not steps:
+        return 0
+    texts = [re.sub(r"\s*\[m:[0-9a-f]{8}\]", "", s) for s in steps]
+    units = [skill_synthesis.Unit(t, None, i, code_heads(t)) for i, t in enumerate(texts)]  # type: ignore[arg-type]
+    sim = skill_synthesis.similarity(units, _embed)
+    return len(skill_synthesis.group(units, sim, model_thresholds().soft))
+
+
+def skills_on_topics(upload_topic: dict, crystallize_at: int) -> list[dict]:
+    """For each topic gathered in one cluster (≥ ``crystallize_at`` of its memories), the skill
+    offline crystallization writes for that cluster: steps (listed and distinct) against
+    members, the name, and whether the quality bar and the verification pass it."""
+    from collections import Counter
+
+    from clusters import skills
+    from clusters.models import KnowledgeCluster
+    from clusters.services.crystallize import _facts
+    from clusters.skill_text import is_keyword_list
+    from memories.models import Memory
+
+    where = dict(Memory.objects.values_list("pk", "cluster_member__cluster_id"))
+    by_topic: dict[str, Counter] = {}
+    for pk, topic in upload_topic.items():
+        if topic and where.get(pk):
+            by_topic.setdefault(topic, Counter())[where[pk]] += 1
+    out = []
+    for topic, counts in sorted(by_topic.items()):
+        cluster_id, held = counts.most_common(1)[0]
+        if held < crystallize_at:
+            continue
+        cluster = KnowledgeCluster.objects.get(pk=cluster_id)
+        members = _facts(cluster)
+        draft = skills.draft(cluster.topic, members)
+        body = skills.render(draft, {m.id: m for m in members})
+        quality = skills.quality(draft, body)
+        verified = skills.verify(draft, members) if quality.passed and not draft.insufficient else None
+        out.append({"topic": topic, "members": len(members), "steps": len(draft.steps),
+                    "distinct_steps": distinct_steps(draft.steps), "name": draft.name,
+                    "name_words": len(draft.name.split()), "keyword_name": is_keyword_list(draft.name),
+                    "redundant": bool(quality.details["redundant_steps"]) or distinct_steps(draft.steps) < len(draft.steps),
+                    "insufficient": bool(draft.insufficient),
+                    "passed": not draft.insufficient and quality.passed and bool(verified and verified.passed)})
+    return out
+
+
+def skill_rows(found: list[dict]) -> list[tuple[str, str]]:
+    passed = [f for f in found if f["passed"]]
+    made = [f for f in found if not f["insufficient"]]
+    words = sorted(f["name_words"] for f in found)
+    return [
+        ("skills: topics that crystallize", f"{len(found)} ({len(made)} drafts with ≥ 3 steps, {len(passed)} pass)"),
+        ("skills: steps listed / distinct / members (sums)",
+         f"{sum(f['steps'] for f in found)} / {sum(f['distinct_steps'] for f in found)} / {sum(f['members'] for f in found)}"),
+        ("skills: name words (median, max)", f"{statistics.median(words) if words else 0}, {max(words, default=0)}"),
+        ("skills: keyword-list names drafted / passing", f"{sum(f['keyword_name'] for f in found)} / "
+                                                         f"{sum(f['keyword_name'] for f in passed)}"),
+        ("skills: redundant drafts / passing", f"{sum(f['redundant'] for f in made)} / {sum(f['redundant'] for f in passed)}"),
+    ]
+
+
 def topics_bench(seeds: int) -> tuple[list[tuple[str, str]], dict]:
     import datetime
     import json
@@ -136,14 +207,16 @@ def topics_bench(seeds: int) -> tuple[list[tuple[str, str]], dict]:
                 if not any(done.values()):
                     break
             after = topic_quality(upload_topic, settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
+            found = skills_on_topics(upload_topic, settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
         figures["runs"].append({"seed": seed, "merged_uploads": merged, "before": before, "after": after,
-                                "repair_passes": passes})
+                                "repair_passes": passes, "skills": found})
         for name, q in (("on arrival", before), ("after repair", after)):
             rows.append((f"seed {seed} {name}",
                          f"gathered {q['gathered']:.3f} of {q['topics']} topics · purity {q['purity']:.3f} · "
                          f"clusters/memory {q['clusters_per_memory']:.3f} ({q['memories']} memories, "
                          f"{merged} uploads merged)"))
         rows.append((f"seed {seed} repair passes", ", ".join(f"{p['merged']}m/{p['moved']}v" for p in passes)))
+        rows += [(f"seed {seed} {name}", value) for name, value in skill_rows(found)]
     for key in ("gathered", "purity", "clusters_per_memory"):
         figures[key] = min(r["after"][key] for r in figures["runs"]) if key != "clusters_per_memory" else max(
             r["after"][key] for r in figures["runs"])

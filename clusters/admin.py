@@ -1,6 +1,6 @@
 """Admin pages of clusters and skills: members with their similarity, readiness, a
 crystallize action that queues the work (never in a request), skills rendered as text with
-their versions, publish / roll back, and SKILL.md downloads."""
+their versions, publish / roll back, and downloads (SKILL.md alone, or the folder as a zip)."""
 
 from __future__ import annotations
 
@@ -24,17 +24,22 @@ from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ReadOnlyTabularIn
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
 from clusters.services import skill_version_publish, skill_version_reject
+from clusters.skill_files import skill_package, skill_version_for_download
 from memories.queue import enqueue_on_commit
 
 
 def skill_html(body: str) -> SafeString:
-    """A SKILL.md as HTML: its front matter shown as code, the rest rendered as Markdown and
-    sanitised (no script, no handler attributes, no raw HTML from member memories)."""
+    """A SKILL.md as HTML: its front matter shown as code, the rest rendered as Markdown with
+    raw HTML escaped (a member's ``<script>`` or ``List<String>`` shows as text), then
+    sanitised (links only to http(s), no handler attributes)."""
     front = ""
     if body.startswith("---\n") and "\n---" in body[4:]:
         end = body.index("\n---", 4)
         front, body = body[4:end], body[end + 4:]
-    html = markdown.markdown(body, extensions=["fenced_code", "tables"], output_format="html")
+    renderer = markdown.Markdown(extensions=["fenced_code", "tables"], output_format="html")
+    renderer.preprocessors.deregister("html_block")
+    renderer.inlinePatterns.deregister("html")
+    html = renderer.convert(body)
     clean = nh3.clean(html, tags={"h1", "h2", "h3", "h4", "p", "ul", "ol", "li", "code", "pre", "em", "strong",
                                   "a", "blockquote", "table", "thead", "tbody", "tr", "th", "td", "hr", "br"},
                       url_schemes={"http", "https"})
@@ -194,6 +199,8 @@ class SkillAdmin(ReadOnlyAdmin):
         return [
             path("<int:skill_id>/SKILL.md", self.admin_site.admin_view(self.download_view),
                  name="clusters_skill_download"),
+            path("<int:skill_id>/package.zip", self.admin_site.admin_view(self.package_view),
+                 name="clusters_skill_package"),
             path("version/<int:version_id>/<str:action>/", self.admin_site.admin_view(require_POST(self.version_view)),
                  name="clusters_skill_version"),
             *super().get_urls(),
@@ -215,13 +222,24 @@ class SkillAdmin(ReadOnlyAdmin):
             raise PermissionDenied(f"unknown action {action!r}")
         return HttpResponseRedirect(reverse("admin:clusters_skill_change", args=[version.skill_id]))
 
-    def download_view(self, request: HttpRequest, skill_id: int) -> HttpResponse:
+    def _download_version(self, request: HttpRequest, skill_id: int) -> SkillVersion:
         if not self.has_view_permission(request):
             raise PermissionDenied
         skill = get_object_or_404(Skill.objects.select_related("current_version").defer("embedding"), pk=skill_id)
-        version = skill.current_version or skill.versions.order_by("-version").first()
+        version = skill_version_for_download(skill, include_unpublished=True)
         if version is None:
             raise PermissionDenied("this skill has no version yet")
+        return version
+
+    def download_view(self, request: HttpRequest, skill_id: int) -> HttpResponse:
+        version = self._download_version(request, skill_id)
         response = HttpResponse(version.body, content_type="text/markdown; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{skill.slug}-SKILL.md"'
+        response["Content-Disposition"] = f'attachment; filename="{version.skill.slug}-SKILL.md"'
+        return response
+
+    def package_view(self, request: HttpRequest, skill_id: int) -> HttpResponse:
+        """The skill as a folder (SKILL.md and the cited memories), zipped."""
+        version = self._download_version(request, skill_id)
+        response = HttpResponse(skill_package(version), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{version.skill.slug}.zip"'
         return response

@@ -4,7 +4,7 @@ skill or version is a 404 from the project's exception handler."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from clusters import selectors, services
 from clusters.models import Skill, SkillVersion
+from memories.api_schema import error_responses
 from memories.fields import StrictCharField
 
 
@@ -64,11 +65,38 @@ class ClusterMemberSerializer(serializers.Serializer):
     summary_l0 = serializers.CharField()
 
 
-class ClusterListApi(APIView):
-    class FilterSerializer(serializers.Serializer):
-        min_size = serializers.IntegerField(min_value=1, default=1)
+class CrystallizationSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    result = serializers.CharField()
+    reason = serializers.CharField()
+    members = serializers.IntegerField(help_text="the cluster's size at that attempt")
 
-    @extend_schema(parameters=[FilterSerializer])
+
+class ClusterSummarySerializer(serializers.Serializer):
+    """What ``clusters.selectors.cluster_summary`` returns."""
+
+    id = serializers.IntegerField()
+    topic = serializers.CharField()
+    size = serializers.IntegerField()
+    readiness = serializers.ChoiceField(choices=["ready", "recrystallize"], allow_null=True)
+    threshold = serializers.IntegerField(help_text="members a cluster needs to be crystallized")
+    skill = serializers.CharField(allow_null=True, help_text="the slug of the skill crystallized from it")
+    superseded_skill_slugs = serializers.ListField(child=serializers.CharField())
+    last_crystallization = CrystallizationSerializer(allow_null=True)
+
+
+class ClusterDetailSerializer(ClusterSummarySerializer):
+    members = ClusterMemberSerializer(many=True, help_text="active members, most hit first (at most 200)")
+
+
+class ClusterListApi(APIView):
+    @extend_schema_serializer(component_name="ClusterListFilter")
+    class FilterSerializer(serializers.Serializer):
+        min_size = serializers.IntegerField(min_value=1, max_value=2**31 - 1, default=1)
+
+    @extend_schema(operation_id="clusters_list", parameters=[FilterSerializer], responses={
+        200: inline_serializer("ClusterList", {"results": ClusterSummarySerializer(many=True)}),
+        **error_responses(400)})
     def get(self, request: Request) -> Response:
         data = self.FilterSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
@@ -77,6 +105,7 @@ class ClusterListApi(APIView):
 
 
 class ClusterDetailApi(APIView):
+    @extend_schema(responses={200: ClusterDetailSerializer, **error_responses(404)})
     def get(self, request: Request, cluster_id: int) -> Response:
         cluster = selectors.cluster_get(cluster_id=cluster_id)
         members = selectors.cluster_members(cluster=cluster)[:200]
@@ -87,6 +116,12 @@ class ClusterDetailApi(APIView):
 class ClusterCrystallizeApi(APIView):
     permission_classes = [IsAdminUser]
 
+    @extend_schema(request=None, responses={
+        200: inline_serializer("CrystallizeResult", {
+            "cluster": ClusterSummarySerializer(),
+            "version": SkillVersionSerializer(allow_null=True, help_text="the version written, if any"),
+            "skill": serializers.CharField(allow_null=True, help_text="the cluster's skill's slug")}),
+        **error_responses(403, 404)})
     def post(self, request: Request, cluster_id: int) -> Response:
         selectors.cluster_get(cluster_id=cluster_id)
         version = services.cluster_crystallize(cluster_id=cluster_id)
@@ -99,18 +134,25 @@ class ClusterCrystallizeApi(APIView):
 
 
 class SkillListApi(APIView):
+    @extend_schema(operation_id="skills_list", responses={200: inline_serializer("SkillList", {"results": SkillSerializer(many=True)}),
+                              **error_responses()})
     def get(self, request: Request) -> Response:
         skills = selectors.skill_list(include_unpublished=request.user.is_staff)[:500]
         return Response({"results": SkillSerializer(skills, many=True).data})
 
 
 class SkillDetailApi(APIView):
+    @extend_schema(responses={200: SkillDetailSerializer, **error_responses(404)})
     def get(self, request: Request, slug: str) -> Response:
         skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff)
         return Response(SkillDetailSerializer(skill).data)
 
 
 class SkillVersionsApi(APIView):
+    @extend_schema(responses={
+        200: inline_serializer("SkillVersions", {"slug": serializers.CharField(),
+                                                 "versions": SkillVersionSerializer(many=True)}),
+        **error_responses(404)})
     def get(self, request: Request, slug: str) -> Response:
         skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff)
         versions = selectors.skill_versions(skill=skill)
@@ -122,18 +164,26 @@ class SkillPublishApi(APIView):
 
     permission_classes = [IsAdminUser]
 
+    @extend_schema(request=None, responses={200: SkillVersionSerializer, **error_responses(403, 404)})
     def post(self, request: Request, slug: str, version: int) -> Response:
         row = selectors.skill_version_get(slug=slug, version=version)
         published = services.skill_version_publish(version_id=row.pk)
         return Response(SkillVersionSerializer(published).data)
 
 
+class SkillHitSerializer(SkillSerializer):
+    similarity_score = serializers.FloatField()
+
+
 class SkillSearchApi(APIView):
+    @extend_schema_serializer(component_name="SkillSearchInput")
     class InputSerializer(serializers.Serializer):
         query = StrictCharField(max_length=4000)
         limit = serializers.IntegerField(min_value=1, max_value=50, default=5)
 
-    @extend_schema(request=InputSerializer)
+    @extend_schema(request=InputSerializer, responses={
+        200: inline_serializer("SkillSearchResults", {"results": SkillHitSerializer(many=True)}),
+        **error_responses(400, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

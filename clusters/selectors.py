@@ -50,8 +50,15 @@ def skill_list(*, include_unpublished: bool) -> QuerySet[Skill]:
     return queryset
 
 
+def _no_such_slug(slug: str) -> bool:
+    """A slug no skill can have: PostgreSQL refuses a NUL in a query's text (a 500, not a miss)."""
+    return "\x00" in slug
+
+
 def skill_get(*, slug: str, include_unpublished: bool) -> Skill:
     """One skill by slug, published unless ``include_unpublished`` (raises ``Skill.DoesNotExist``)."""
+    if _no_such_slug(slug):
+        raise Skill.DoesNotExist(slug)
     return skill_list(include_unpublished=include_unpublished).get(slug=slug)
 
 
@@ -61,6 +68,8 @@ def skill_versions(*, skill: Skill) -> QuerySet[SkillVersion]:
 
 def skill_version_get(*, slug: str, version: int) -> SkillVersion:
     """One version of a skill (raises ``SkillVersion.DoesNotExist``)."""
+    if _no_such_slug(slug):
+        raise SkillVersion.DoesNotExist(slug)
     return SkillVersion.objects.select_related("skill").get(skill__slug=slug, version=version)
 
 

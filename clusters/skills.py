@@ -6,51 +6,24 @@ a contradiction, or an LLM error all leave the skill unpublished, with the reaso
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from clusters import skill_text
+from clusters.skill_synthesis import MIN_STEPS, synthesize
+from clusters.skill_types import Check, MemoryFacts, SkillDraft
 from memories.providers.llm import InvalidReply, LLMError, get_llm
-from memories.text import first_sentence, normalise_space, truncate_tokens
+from memories.text import truncate_tokens
+
+__all__ = ["Check", "MemoryFacts", "SkillDraft", "draft", "quality", "render", "slug_base", "verify"]
+Embed = Callable[[list[str]], np.ndarray]
 
 MIN_BODY_CHARS = 300
-MIN_STEPS = 3
 _CITE_RE = re.compile(r"\s*\[m:([0-9a-f]{8})\]")
-
-
-@dataclass
-class MemoryFacts:
-    id: str
-    content: str
-    context: str
-    resolution: str
-    hit_count: int
-    memory_type: str
-    summary: str
-
-    @property
-    def short(self) -> str:
-        return self.id[:8]
-
-
-@dataclass
-class SkillDraft:
-    name: str
-    description: str
-    when_to_use: list[str]
-    steps: list[str]
-    edge_cases: list[str]
-    author: str
-    insufficient: str = ""
-    cited: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Check:
-    passed: bool
-    score: float
-    details: dict[str, Any]
-    reason: str = ""
 
 
 def slug_base(name: str) -> str:
@@ -61,16 +34,27 @@ def slug_base(name: str) -> str:
     return text[:50].strip("-") or "skill"
 
 
-def render(draft: SkillDraft, members: dict[str, MemoryFacts]) -> str:
-    """The skill as a SKILL.md document."""
+def agent_name(slug: str) -> str:
+    """The front matter's ``name``: what Claude Code accepts (lower-case letters, digits and
+    hyphens, at most 64 characters), so a CJK slug keeps only its ASCII part."""
+    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9-]", "", slug.lower())).strip("-")[:64] or "hub-skill"
+
+
+def render(draft: SkillDraft, members: dict[str, MemoryFacts], *, slug: str = "") -> str:
+    """The skill as a SKILL.md document: YAML front matter (``name``, ``description``; the
+    values JSON-quoted, which YAML reads as they are), then the sections."""
     def clean(line: str) -> str:
         return line.replace("\n", " ").strip()
 
-    lines = ["---", f"name: {clean(draft.name)}", f"description: {clean(draft.description)}", "---", "",
+    lines = ["---", f"name: {agent_name(slug or slug_base(draft.name))}",
+             f"description: {json.dumps(clean(draft.description), ensure_ascii=False)}", "---", "",
              f"# {clean(draft.name)}", "", "## When to use", ""]
     lines += [f"- {clean(w)}" for w in draft.when_to_use] or ["- (not stated)"]
     lines += ["", "## Steps", ""]
-    lines += [f"{i}. {clean(step)}" for i, step in enumerate(draft.steps, 1)]
+    for i, step in enumerate(draft.steps, 1):
+        lines.append(f"{i}. {clean(step)}")
+        notes = draft.variants[i - 1] if i - 1 < len(draft.variants) else []
+        lines += [f"    - Variant: {clean(v)}" for v in notes]  # four spaces: nested under the step everywhere
     lines += ["", "## Edge cases", ""]
     lines += [f"- {clean(e)}" for e in draft.edge_cases] or ["- (none known)"]
     cited = [members[c] for c in draft.cited if c in members]
@@ -83,51 +67,18 @@ def render(draft: SkillDraft, members: dict[str, MemoryFacts]) -> str:
 # --- offline draft -------------------------------------------------------------------------------
 
 
-def draft_offline(topic: str, members: list[MemoryFacts]) -> SkillDraft:
-    """A skill built from the members themselves, every sentence citing the member it came from:
-    when-to-use from their contexts, steps from their resolutions (most-hit first), edge cases
-    from the rest (members without a resolution: corrections, preferences, caveats)."""
-    ordered = sorted(members, key=lambda m: (-m.hit_count, m.id))
-    when, steps, edges, cited = [], [], [], []
-    seen_when: set[str] = set()
-    for memory in ordered:
-        if memory.context:
-            sentence = truncate_tokens(first_sentence(memory.context), 40)
-            if sentence.lower() not in seen_when:
-                seen_when.add(sentence.lower())
-                when.append(f"{sentence} [m:{memory.short}]")
-                cited.append(memory.id)
-        if len(when) >= 4:
-            break
-    seen_steps: set[str] = set()
-    for memory in ordered:
-        if memory.resolution:
-            step = truncate_tokens(normalise_space(memory.resolution), 60)
-            if step.lower() not in seen_steps:
-                seen_steps.add(step.lower())
-                steps.append(f"{step} [m:{memory.short}]")
-                cited.append(memory.id)
-        else:
-            edges.append(f"{truncate_tokens(first_sentence(memory.content), 50)} [m:{memory.short}]")
-            cited.append(memory.id)
-    if not when:
-        when = [f"{truncate_tokens(first_sentence(m.content), 40)} [m:{m.short}]" for m in ordered[:2]]
-        cited.extend(m.id for m in ordered[:2])
-    if not edges:
-        # No caveat stands on its own: the rarer symptoms are the edge cases of the common path.
-        edges = [f"Symptom: {truncate_tokens(first_sentence(m.content), 40)} [m:{m.short}]" for m in ordered[3:6]]
-        cited.extend(m.id for m in ordered[3:6])
-    name = topic or truncate_tokens(first_sentence(ordered[0].content), 8)
-    draft = SkillDraft(
-        name=name[:200],
-        description=f"What {len(members)} shared memories teach about {name}."[:500],
-        when_to_use=when, steps=steps[:8], edge_cases=edges[:6], author="offline",
-        cited=list(dict.fromkeys(cited)),
-    )
-    if len(draft.steps) < MIN_STEPS:
-        draft.insufficient = (f"only {len(draft.steps)} distinct resolutions among {len(members)} members; "
-                              f"a skill needs at least {MIN_STEPS} steps")
-    return draft
+def draft_offline(topic: str, members: list[MemoryFacts], *, embed: Embed | None = None) -> SkillDraft:
+    """Synthesised from the members (``clusters.skill_synthesis``), with the hub's embedding
+    model grouping steps at its merge-candidate threshold."""
+    from memories.thresholds import model_thresholds
+
+    return synthesize(topic, members, embed=embed or _embed, group_at=model_thresholds().soft)
+
+
+def _embed(texts: list[str]) -> np.ndarray:
+    from memories.providers.embeddings import get_embedder
+
+    return get_embedder().embed(texts)
 
 
 # --- LLM draft -------------------------------------------------------------------------------------
@@ -187,40 +138,70 @@ def draft_with_llm(topic: str, members: list[MemoryFacts]) -> SkillDraft:
     return draft
 
 
-def draft(topic: str, members: list[MemoryFacts]) -> SkillDraft:
+def draft(topic: str, members: list[MemoryFacts], *, embed: Embed | None = None) -> SkillDraft:
     """Raises LLMError when the configured LLM fails (the caller records it, fail closed)."""
     if get_llm().available:
         return draft_with_llm(topic, members)
-    return draft_offline(topic, members)
+    return draft_offline(topic, members, embed=embed)
 
 
 # --- checks ------------------------------------------------------------------------------------------
 
 
-def quality(draft: SkillDraft, body: str) -> Check:
+def redundant_pairs(steps: list[str], embed: Embed, threshold: float) -> list[tuple[int, int, float]]:
+    """Pairs of steps (1-based) more similar than ``threshold``: one step said twice."""
+    if len(steps) < 2:
+        return []
+    # Compared as said: citations, case and end punctuation are not a difference.
+    vectors = np.asarray(embed([_CITE_RE.sub("", s).strip(" .;:").casefold() for s in steps]), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9
+    sim = vectors @ vectors.T
+    return [(i + 1, j + 1, round(float(sim[i, j]), 3)) for i in range(len(steps)) for j in range(i + 1, len(steps))
+            if sim[i, j] > threshold]
+
+
+def quality(draft: SkillDraft, body: str, *, embed: Embed | None = None) -> Check:
+    """The bar: long enough, at least 3 distinct steps (no two more similar than the duplicate
+    threshold), a name that is a phrase and not a keyword list, when to use, edge cases, a
+    description."""
+    from memories.thresholds import model_thresholds
+
+    redundant = redundant_pairs(draft.steps, embed or _embed, model_thresholds().duplicate)
     criteria = {
         "length": len(body) >= MIN_BODY_CHARS,
         "steps": len(draft.steps) >= MIN_STEPS,
+        "distinct_steps": not redundant,
+        "name": bool(draft.name.strip()) and not skill_text.is_keyword_list(draft.name),
         "when_to_use": bool(draft.when_to_use),
         "edge_cases": bool(draft.edge_cases),
         "description": bool(draft.description.strip()),
     }
     score = sum(criteria.values()) / len(criteria)
     missing = [k for k, ok in criteria.items() if not ok]
-    return Check(not missing, score, {"criteria": criteria, "body_chars": len(body), "steps": len(draft.steps)},
-                 f"quality bar not met: {', '.join(missing)}" if missing else "")
+    details = {"criteria": criteria, "body_chars": len(body), "steps": len(draft.steps),
+               "redundant_steps": [list(p) for p in redundant], "name_words": len(draft.name.split())}
+    return Check(not missing, score, details, f"quality bar not met: {', '.join(missing)}" if missing else "")
 
 
 def _claims(draft: SkillDraft) -> list[str]:
-    return draft.steps + draft.edge_cases
+    return draft.steps + [v for notes in draft.variants for v in notes] + draft.edge_cases
+
+
+# Words offline synthesis writes itself around the members' words ("Run `…`", "Also seen as").
+_SCAFFOLD = {"run", "fix", "apply", "also", "seen", "variant", "setting", "error", "reads"}
+
+
+def _stems(text: str, *, drop: set[str] | frozenset[str] = frozenset()) -> set[str]:
+    return {skill_text.base_verb(w) or w for w in re.findall(r"\w+", text.lower()) if len(w) > 2 and w not in drop}
 
 
 def _overlap(claim: str, source: str) -> float:
-    words = {w for w in re.findall(r"\w+", claim.lower()) if len(w) > 2}
+    """Share of the claim's words found in the source, inflections aside ("Added" in a member
+    supports "Add")."""
+    words = _stems(claim, drop=_SCAFFOLD)
     if not words:
         return 1.0
-    have = set(re.findall(r"\w+", source.lower()))
-    return len(words & have) / len(words)
+    return len(words & _stems(source)) / len(words)
 
 
 def verify_offline(draft: SkillDraft, members: list[MemoryFacts]) -> Check:

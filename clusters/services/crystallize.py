@@ -26,9 +26,10 @@ logger = logging.getLogger("ultron.clusters")
 def _facts(cluster: KnowledgeCluster) -> list[skills.MemoryFacts]:
     return [
         skills.MemoryFacts(str(m.pk), m.content, m.context, m.resolution, m.hit_count, m.memory_type,
-                           m.summary_l0 or m.content[:120])
+                           m.summary_l0 or m.content[:120],
+                           [float(x) for x in m.embedding] if m.embedding is not None else None)
         for m in Memory.objects.filter(cluster_member__cluster=cluster, status=Status.ACTIVE)
-        .order_by("-hit_count", "pk").defer("embedding")[:40]
+        .order_by("-hit_count", "pk").defer("search_vector")[:40]
     ]
 
 
@@ -66,7 +67,9 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
     if draft.insufficient:
         _record(cluster, "insufficient", draft.insufficient)
         return None
-    body = skills.render(draft, by_id)
+    # The slug is settled first: the SKILL.md's front matter names the skill by it.
+    slug = cluster.skill.slug if cluster.skill else _unique_slug(skills.slug_base(draft.name))
+    body = skills.render(draft, by_id, slug=slug)
     quality = skills.quality(draft, body)
     verification = skills.verify(draft, members) if quality.passed else skills.Check(False, 0.0, {}, "not verified: quality bar not met")
     coverage = len(set(draft.cited) & set(by_id)) / len(members)
@@ -77,7 +80,7 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
         cluster = KnowledgeCluster.objects.select_for_update().get(pk=cluster_id)
         skill = cluster.skill
         if skill is None:
-            skill = Skill.objects.create(slug=_unique_slug(skills.slug_base(draft.name)), name=draft.name,
+            skill = Skill.objects.create(slug=slug, name=draft.name,
                                          description=draft.description, source_cluster=cluster)
             cluster.skill = skill
         current = skill.current_version if skill.status == SkillStatus.PUBLISHED else None

@@ -50,7 +50,8 @@ def test_a_skill_page_renders_markdown_without_script(curator_client):
         body=version.body + "\n\n<script>alert('x')</script>\n\n<img src=x onerror=alert(1)>\n")
     page = curator_client.get(reverse("admin:clusters_skill_change", args=[version.skill_id])).content.decode()
     assert "<h2>Steps</h2>" in page or "<h2>Steps" in page
-    assert "<script>alert('x')</script>" not in page and "onerror" not in page
+    assert "<script>alert('x')</script>" not in page and "<img src=x" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page  # shown as text, escaped
     download = curator_client.get(reverse("admin:clusters_skill_download", args=[version.skill_id]))
     assert download["Content-Disposition"].endswith('-SKILL.md"') and b"## Steps" in download.content
 

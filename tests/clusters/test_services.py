@@ -181,11 +181,12 @@ def test_offline_skill_is_built_from_the_members_and_traceable():
     assert len(step_lines) >= 3
     for line in step_lines:
         assert any(f"[m:{s}]" in line for s in short_ids), line
-    # steps are ordered by how often their memory proved useful
-    top = max(m.hit_count for m in members)
-    assert any(str(m.pk)[:8] in step_lines[0] for m in members if m.hit_count == top)
+    # six different fixes: six steps, none said twice; the name is a phrase, the slug comes from it
+    assert len(step_lines) == 6 and version.quality["redundant_steps"] == []
+    assert version.name.startswith("Fix Django unable to reach PostgreSQL")
     assert version.verification["passed"] and version.quality["passed"]
     skill = Skill.objects.get()
+    assert skill.slug == slug_base(version.name) and f"\nname: {skill.slug}\n" in body
     assert skill.current_version == version and skill.embedding is not None
 
 

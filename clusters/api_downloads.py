@@ -1,0 +1,55 @@
+"""Downloading a skill to install it (docs/api.md#download-a-skill): its SKILL.md alone, or the
+folder with the memories it cites as a zip. Authenticated like every API call; agents get
+published skills, curators also the newest version of a skill never published."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from clusters import selectors
+from clusters.models import SkillVersion
+from clusters.skill_files import skill_package, skill_version_for_download
+from memories.api_schema import error_responses
+
+
+class _Download(APIView):
+    # A file answers whatever the client says it accepts (curl -H 'Accept: text/markdown');
+    # errors keep the API's JSON shape.
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        return super().perform_content_negotiation(request, force=True)
+
+    def version(self, request: Request, slug: str) -> SkillVersion:
+        staff = bool(request.user and request.user.is_staff)
+        skill = selectors.skill_get(slug=slug, include_unpublished=staff)
+        version = skill_version_for_download(skill, include_unpublished=staff)
+        if version is None:
+            raise NotFound(f"skill {slug!r} has no version to download")
+        return version
+
+
+class SkillFileApi(_Download):
+    @extend_schema(responses={(200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="SKILL.md"),
+                              **error_responses(404)})
+    def get(self, request: Request, slug: str) -> HttpResponse:
+        version = self.version(request, slug)
+        response = HttpResponse(version.body, content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="SKILL.md"'
+        return response
+
+
+class SkillPackageApi(_Download):
+    @extend_schema(responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY,
+                                                                         description="<slug>/SKILL.md and references"),
+                              **error_responses(404)})
+    def get(self, request: Request, slug: str) -> HttpResponse:
+        version = self.version(request, slug)
+        response = HttpResponse(skill_package(version), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{version.skill.slug}.zip"'
+        return response
