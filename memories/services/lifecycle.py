@@ -27,6 +27,8 @@ def memory_archive(*, memory_id: Any) -> bool:
 def memory_delete(*, memory_id: Any) -> bool:
     """Delete a memory for good, taking it out of its cluster first (curators only)."""
     with transaction.atomic():
+        # The memory's row before its cluster's, the order every writer keeps (no deadlock).
+        Memory.objects.select_for_update().filter(pk=memory_id).values_list("pk", flat=True).first()
         signals.memory_removed.send(sender=Memory, memory_id=memory_id)
         deleted, _ = Memory.objects.filter(pk=memory_id).delete()
     return bool(deleted)

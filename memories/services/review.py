@@ -11,6 +11,7 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from memories import signals
 from memories.judgements.classify import classify
 from memories.models import CandidateStatus, Memory, MemoryContribution, MergeCandidate, Status
 from memories.services.edit import EditResult, memory_edit, memory_history_record
@@ -76,4 +77,5 @@ def contribution_split(*, contribution_id: Any, editor: str) -> Memory:
                               after={"split_into": str(new.pk)}, note="a contribution became its own memory")
         memory_history_record(memory_id=new.pk, editor=editor, action="split",
                               before={"contribution_of": str(original.pk)})
+        signals.memory_added.send(sender=Memory, memory_id=new.pk)  # clusters after the memory rows
     return new

@@ -161,6 +161,10 @@ def _funnel(
                     merge_candidate_record(memory=result.memory, match=m, llm_verdict=verdicts.get(m.memory.pk))
                     for m in found
                 ]
+                # Clusters last: every writer takes the memory rows before the cluster row
+                # (a candidate's foreign key locks the memory it names), or an edit of that
+                # memory, holding it and waiting for the cluster, would deadlock with us.
+                signals.memory_added.send(sender=Memory, memory_id=result.memory.pk)
                 if on_stored:
                     on_stored(result)
                 break
@@ -204,9 +208,8 @@ def _store_new(
         provenance=provenance,
         redaction_counts=dict(clean.redactions),
     )
-    # Inside the transaction: if a receiver (cluster assignment) fails, the new memory is not
-    # stored either.
-    signals.memory_added.send(sender=Memory, memory_id=memory.pk)
+    # The caller sends memory_added inside this transaction: if a receiver (cluster assignment)
+    # fails, the new memory is not stored either.
     return UploadResult(memory, False, None, None, clean.redactions)
 
 

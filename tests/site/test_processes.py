@@ -1,0 +1,351 @@
+"""The hub as it runs in production, attacked from outside: gunicorn with four workers (threads
+too, as ``make run`` starts it) and pipeline runs as their own processes, on the test database.
+
+- 50 concurrent identical uploads make one memory with 50 hits and 49 contributions; 50
+  concurrent near-duplicates lose no hit and leave no two active memories the duplicate rule
+  says are one; a curator's edit racing duplicate uploads of the same memory loses neither.
+- ``kill -9`` of a pipeline run in the middle of segmentation, of extraction and of
+  crystallization, and of the web server in the middle of an ingest upload: after a restart
+  everything completes, and the counts (sessions, segments, memories, hits, contributions,
+  skills) equal those of a run without the crash.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import numpy as np
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from agents.services import agent_create, token_issue
+from ingestion import services as ingestion_services
+from ingestion.models import SegmentMemory, SessionRecord, TaskSegment
+from memories.models import Memory, MemoryContribution, Status
+from memories.services import memory_upload
+from memories.services.edit import memory_edit
+from memories.thresholds import model_thresholds
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSIONS = ROOT / "tests" / "data" / "sessions_written"
+SESSION_FILES = ["cc02_docker_slim.jsonl", "cc03_pip_venv_correction.jsonl", "oa01_npm_peer_deps.jsonl",
+                 "oa03_rust_threads.jsonl", "oa04_actions_yaml.jsonl"]
+LEASE_SECONDS = 10
+
+
+def _test_database_url() -> str:
+    """DATABASE_URL with the test database's name, for the processes this module starts."""
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "DATABASE_URL": _test_database_url(), "ULTRON_API_RATE": "0",
+           "ULTRON_PIPELINE_LEASE_SECONDS": str(LEASE_SECONDS), "PYTHONUNBUFFERED": "1"}
+    env.update(extra)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Gunicorn:
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> Gunicorn:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "ultron_site.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+             "--workers", "4", "--threads", "4", "--timeout", "300"],
+            cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.process.stderr.read().decode()[-3000:]
+            try:
+                if httpx.get(f"{self.url}/api/health", timeout=5).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError("gunicorn did not become healthy in 120 s")
+
+    def kill(self) -> None:
+        """``kill -9`` of the master and every worker."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="module")
+def web(django_db_setup) -> Iterator[Gunicorn]:
+    """One server for the module's tests (its four workers take a while to load their models)."""
+    server = Gunicorn().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _roles_back_after_flush():
+    """These tests end by emptying every table, the data migration's groups too."""
+    yield
+    from django.apps import apps
+
+    from ultron_site.roles import groups_sync
+
+    groups_sync(apps)
+
+
+def _token(name: str = "swarm", staff: bool = False) -> str:
+    return token_issue(agent=agent_create(name=name, staff=staff)).token
+
+
+def _parallel(count: int, call: Callable[[int], httpx.Response]) -> list[httpx.Response]:
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(call, range(count)))
+
+
+def _client(web: Gunicorn, token: str) -> httpx.Client:
+    return httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {token}"}, timeout=300)
+
+
+def test_fifty_identical_uploads_make_one_memory_with_fifty_hits(web):
+    payload = {"content": f"Alembic autogenerate misses a renamed column {uuid.uuid4().hex[:6]}: it drops and "
+                          "re-adds it, losing the data",
+               "resolution": "Edit the migration to use op.alter_column(new_column_name=...)"}
+    with _client(web, _token()) as client:
+        answers = _parallel(50, lambda i: client.post("/api/memories/upload", json=payload))
+    assert all(a.status_code in (200, 201) for a in answers), {a.status_code: a.text[:300] for a in answers}
+    assert sorted(a.status_code for a in answers).count(201) == 1
+    ids = {a.json()["id"] for a in answers}
+    assert len(ids) == 1
+    memory = Memory.objects.get(pk=ids.pop())
+    assert memory.hit_count == 50
+    assert MemoryContribution.objects.filter(memory=memory).count() == 49
+
+
+NEAR = [
+    "Alembic autogenerate misses a renamed column: it drops and re-adds it, losing the data",
+    "alembic autogenerate misses renamed columns, it drops and re-adds them and the data is lost",
+    "Alembic's autogenerate misses a renamed column - it drops and re-adds it, so data is lost",
+    "Alembic autogenerate misses a column rename: it drops the column and re-adds it, losing data",
+    "autogenerate in Alembic misses a renamed column; it drops and re-adds it and loses the data",
+]
+
+
+def test_fifty_near_duplicates_lose_no_hit_and_leave_no_duplicate_pair(web):
+    with _client(web, _token()) as client:
+        answers = _parallel(50, lambda i: client.post("/api/memories/upload",
+                                                      json={"content": NEAR[i % len(NEAR)]}))
+    assert all(a.status_code in (200, 201) for a in answers), [a.text[:300] for a in answers]
+    active = list(Memory.objects.filter(status=Status.ACTIVE))
+    assert sum(m.hit_count for m in active) == 50
+    assert sum(1 + MemoryContribution.objects.filter(memory=m).count() for m in active) == 50
+    vectors = np.array([m.embedding for m in active], dtype=float)
+    similarity = vectors @ vectors.T
+    np.fill_diagonal(similarity, 0)
+    assert similarity.max() < model_thresholds().duplicate, similarity.max()
+
+
+def test_a_curators_edit_racing_duplicate_uploads_loses_neither(web, agent):
+    text = "Alembic autogenerate misses a renamed column: it drops and re-adds it, losing the data"
+    memory = memory_upload(content=text, resolution="Edit the migration by hand", agent=agent).memory
+    edited = "Edit the generated migration: replace drop/add with op.alter_column(new_column_name=...)"
+    with _client(web, _token()) as client, ThreadPoolExecutor(max_workers=21) as pool:
+        uploads = [pool.submit(client.post, "/api/memories/upload", json={"content": text, "tags": [f"t{i}"]})
+                   for i in range(20)]
+        time.sleep(0.2)
+        edit = pool.submit(memory_edit, memory_id=memory.pk, editor="curator", content=text, resolution=edited,
+                           tags=["alembic", "migrations"])
+        answers = [u.result() for u in uploads]
+        edit.result()
+        connection.close()  # the edit ran on the pool thread's own connection
+    assert all(a.status_code == 200 and a.json()["id"] == str(memory.pk) for a in answers), [a.text for a in answers]
+    memory.refresh_from_db()
+    assert memory.resolution == edited
+    assert memory.hit_count == 21
+    assert MemoryContribution.objects.filter(memory=memory).count() == 20
+    assert {"alembic", "migrations"} <= set(memory.tags)
+
+
+# --- kill -9 ---------------------------------------------------------------------------------
+
+# Runs one pipeline step in a process that kills itself (SIGKILL: no cleanup, no rollback
+# handler, exactly like the OOM killer or a pulled plug) on the nth call of a function.
+_DYING_RUN = """
+import importlib, os, signal, sys
+import django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ultron_site.settings")
+django.setup()
+module_name, attr, nth, step = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+module = importlib.import_module(module_name)
+real = getattr(module, attr)
+calls = [0]
+def dying(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == nth:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+setattr(module, attr, dying)
+from django.core.management import call_command
+call_command("run_pipeline", "--step", step)
+"""
+
+
+def _run_step(step: str, *, die_at: tuple[str, str, int] | None = None) -> subprocess.CompletedProcess:
+    if die_at is None:
+        command = [sys.executable, "manage.py", "run_pipeline", "--step", step]
+    else:
+        module, attr, nth = die_at
+        command = [sys.executable, "-c", _DYING_RUN, module, attr, str(nth), step]
+    done = subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    if die_at is None:
+        assert done.returncode == 0, done.stderr[-3000:]
+    else:
+        assert done.returncode == -signal.SIGKILL, (done.returncode, done.stderr[-3000:])
+    return done
+
+
+def _ingest(agent) -> None:
+    files = [(name, (SESSIONS / name).read_bytes()) for name in SESSION_FILES]
+    ingestion_services.files_ingest(agent=agent, files=files)
+
+
+def _counts() -> dict[str, object]:
+    memories = Memory.objects.filter(status=Status.ACTIVE)
+    return {
+        "sessions": SessionRecord.objects.count(),
+        "segments": TaskSegment.objects.count(),
+        "segment_memories": SegmentMemory.objects.count(),
+        "memories": memories.count(),
+        "hits": sum(memories.values_list("hit_count", flat=True)),
+        "contributions": MemoryContribution.objects.count(),
+        "contents": sorted(memories.values_list("content", flat=True)),
+    }
+
+
+def _wipe() -> None:
+    MemoryContribution.objects.all().delete()
+    Memory.objects.all().delete()
+    SessionRecord.objects.all().delete()
+
+
+def _pipeline(kills: dict[str, tuple[str, str, int]]) -> None:
+    for step in ("segmentation", "scoring", "extraction"):
+        if step in kills:
+            _run_step(step, die_at=kills[step])
+            time.sleep(LEASE_SECONDS + 1)  # what it had claimed is free again once its lease ends
+        _run_step(step)
+
+
+def test_killed_pipeline_runs_complete_after_a_restart_with_nothing_lost_or_doubled(agent, monkeypatch):
+    monkeypatch.setattr("ingestion.services.accept.enqueue_on_commit", lambda *args, **kwargs: None)
+    _ingest(agent)
+    _pipeline({})
+    clean = _counts()
+    assert clean["segments"] and clean["memories"], clean
+    _wipe()
+    _ingest(agent)
+    _pipeline({
+        # in the middle of a session's segmentation: its messages redacted, its segments not stored
+        "segmentation": ("ingestion.services.pipeline", "_redacted_messages", 3),
+        # in the middle of extraction: one segment's memories stored, the next segment's not
+        "extraction": ("memories.services", "memories_upload", 2),
+    })
+    assert _counts() == clean
+
+
+def test_a_web_server_killed_mid_upload_loses_nothing_once_the_upload_is_sent_again(agent):
+    token = token_issue(agent=agent).token
+    body = (SESSIONS / SESSION_FILES[0]).read_bytes()
+    boundary = uuid.uuid4().hex
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"{SESSION_FILES[0]}\"\r\n"
+            "Content-Type: application/x-ndjson\r\n\r\n").encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    payload = head + body + tail
+    web = Gunicorn().start()
+    try:
+        with socket.create_connection(("127.0.0.1", web.port)) as sock:
+            sock.sendall((f"POST /api/ingest HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                          f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+                          f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload[: len(payload) // 2])
+            time.sleep(1)
+            web.kill()  # half the file sent
+    finally:
+        web.stop()
+    assert SessionRecord.objects.count() == 0  # nothing half-stored
+    web = Gunicorn().start()
+    try:
+        with _client(web, token) as client:
+            files = {"files": (SESSION_FILES[0], body, "application/x-ndjson")}
+            first = client.post("/api/ingest", files=files)
+            again = client.post("/api/ingest", files=files)
+    finally:
+        web.stop()
+    assert first.status_code == 202 and first.json()["files"][0]["status"] == "new", first.text
+    assert again.json()["files"][0]["status"] == "unchanged", again.text
+    assert SessionRecord.objects.count() == 1
+
+
+def test_killed_crystallization_completes_once_after_a_restart(agent):
+    facts = [
+        ("pytest cannot import the package in a src layout: ModuleNotFoundError: No module named 'shop'",
+         "pip install -e . so the package is importable"),
+        ("ModuleNotFoundError for the project package when running pytest with a src/ layout",
+         "Install the project in editable mode: pip install -e ."),
+        ("pytest collection fails: No module named 'shop' (package lives under src/)",
+         "Set pythonpath = src under [tool.pytest.ini_options] in pyproject.toml"),
+        ("Running pytest from the repo root gives ModuleNotFoundError for a src-layout package",
+         "Add pythonpath = [\"src\"] to the pytest configuration"),
+        ("src layout: tests fail with ModuleNotFoundError until the package is installed",
+         "Run pip install -e . in the virtualenv before pytest"),
+        ("pytest cannot find the package under src and fails with ModuleNotFoundError",
+         "Verify with python -c 'import shop' after pip install -e ."),
+    ]
+    for content, resolution in facts:
+        memory_upload(content=content, resolution=resolution, agent=agent)
+    from clusters.models import KnowledgeCluster, Skill, SkillVersion
+
+    eligible = KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
+    if not eligible.exists():
+        _run_step("cluster_repair")
+    assert KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD).exists()
+    # killed as the skill is being written
+    _run_step("crystallization", die_at=("clusters.skills", "draft", 1))
+    assert SkillVersion.objects.count() == 0 and Skill.objects.count() == 0
+    assert not KnowledgeCluster.objects.filter(last_crystallization_at__isnull=False).exists()
+    _run_step("crystallization")
+    outcome = list(KnowledgeCluster.objects.values_list("pk", "last_crystallization_result"))
+    assert any(result for _, result in outcome), outcome
+    versions = SkillVersion.objects.count()
+    assert versions <= 1 and Skill.objects.count() == versions
+    _run_step("crystallization")  # nothing left to do: nothing doubled
+    assert SkillVersion.objects.count() == versions
+    assert list(KnowledgeCluster.objects.values_list("pk", "last_crystallization_result")) == outcome
