@@ -41,12 +41,13 @@ _WHEN = {
     404: "no such row",
     413: "the request body (or a file in it) is over its limit",
     429: "over the rate limit: the Retry-After header says when to retry",
-    503: "the stored vectors and the configured embedding model disagree (run manage.py reembed)",
+    503: "the database is not reachable (database_unavailable, with Retry-After), or the stored vectors and "
+         "the configured embedding model disagree (embedding_unavailable: run manage.py reembed)",
 }
 
 
 def error_responses(*codes: int, authenticated: bool = True) -> dict[int, OpenApiResponse]:
     """The error statuses an operation answers with. An operation that needs a token also
-    answers 401 without a valid one and 429 over the rate limit."""
-    every = set(codes) | ({401, 429} if authenticated else set())
+    answers 401 without a valid one, 429 over the rate limit and 503 while the database is down."""
+    every = set(codes) | ({401, 429, 503} if authenticated else set())
     return {code: OpenApiResponse(ErrorSerializer, description=_WHEN[code]) for code in sorted(every)}

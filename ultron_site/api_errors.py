@@ -7,10 +7,12 @@ responses, so views never catch them.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import page_not_found
 from rest_framework import exceptions, status
@@ -20,11 +22,20 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from ingestion.services import IngestError
 from memories.services import EmbeddingSpaceMismatch, MemoryInputError
 
+logger = logging.getLogger("ultron.api")
+
 
 class EmbeddingUnavailable(exceptions.APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "embedding_unavailable"
     default_detail = "The embedding model is unavailable."
+
+
+class DatabaseUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "database_unavailable"
+    default_detail = ("The hub's database is not reachable (restarting, or down), so this request was not "
+                      "carried out. Retry in a few seconds.")
 
 
 class TooLarge(exceptions.APIException):
@@ -38,13 +49,12 @@ class Forbidden(exceptions.APIException):
 
 
 def _ingest_error(exc: IngestError) -> exceptions.APIException:
-    if exc.status == 413:
-        return TooLarge(exc.message)
-    if exc.status == 403:
-        return Forbidden(exc.message)
-    if exc.status == 404:
-        return exceptions.NotFound(exc.message)
-    return exceptions.ValidationError({exc.field or "non_field_errors": [exc.message]})
+    kinds: dict[int, type[exceptions.APIException]] = {413: TooLarge, 403: Forbidden, 404: exceptions.NotFound}
+    if exc.status not in kinds:
+        return exceptions.ValidationError({exc.field or "non_field_errors": [exc.message]})
+    error = kinds[exc.status](exc.message)
+    error.field = exc.field  # type: ignore[attr-defined]  # the file or path it is about, when known
+    return error
 
 
 def _translate(exc: Exception) -> Exception:
@@ -59,6 +69,11 @@ def _translate(exc: Exception) -> Exception:
         return exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     if isinstance(exc, (Http404, ObjectDoesNotExist)):
         return exceptions.NotFound()
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The connection failed or was lost mid-request: the client is told to retry, the
+        # operator's log gets what the driver said.
+        logger.error("database unavailable: %s", exc)
+        return DatabaseUnavailable()
     return exc
 
 
@@ -101,6 +116,10 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         code = getattr(exc, "default_code", "error")
         detail = getattr(exc, "detail", str(exc))
         body = {"error": code, "message": str(detail)}
+        if getattr(exc, "field", None):
+            body["field"] = exc.field  # type: ignore[attr-defined]
+    if isinstance(exc, DatabaseUnavailable):
+        response["Retry-After"] = "5"
     response.data = body
     return response
 

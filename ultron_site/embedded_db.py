@@ -27,13 +27,20 @@ def pgdata_path(data_dir: Path) -> Path:
 
 
 def is_running(data_dir: Path) -> bool:
+    import psutil
     from pgserver.utils import PostmasterInfo
 
     pgdata = pgdata_path(data_dir)
     if not (pgdata / "PG_VERSION").exists():
         return False
     info = PostmasterInfo.read_from_pgdata(pgdata)
-    return bool(info is not None and info.is_running())
+    if info is None or not info.is_running():
+        return False
+    # A killed server whose parent never reaps it (a container's init may not) is a zombie.
+    try:
+        return info.process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 TUNING_FILE = "ultron.conf"
@@ -87,6 +94,13 @@ def ensure_running(data_dir: Path) -> str:
     data_dir.mkdir(parents=True, exist_ok=True)
     pgdata = pgdata_path(data_dir)
     if (pgdata / "PG_VERSION").exists() and not is_running(data_dir):
+        if (pgdata / "postmaster.pid").exists():
+            logger.warning(UNCLEAN_STOP, pgdata)
+            _wait_for_orphans(pgdata)
+            # Its pid may still exist as a zombie, which PostgreSQL (and pgserver) would take
+            # for a running server: its lock files go once no process holds the old memory.
+            for lock in [pgdata / "postmaster.pid", *pgdata.glob(".s.PGSQL.*.lock")]:
+                lock.unlink(missing_ok=True)
         _write_tuning(pgdata)
     fresh = not (pgdata / "PG_VERSION").exists()
     server = _server(pgdata)
@@ -101,6 +115,38 @@ def ensure_running(data_dir: Path) -> str:
         if not exists:
             conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
     return server.get_uri(DATABASE_NAME)
+
+
+# A clean stop removes postmaster.pid; a server that was killed (kill -9, the OOM killer, the
+# machine losing power) leaves it behind. PostgreSQL then recovers on its next start.
+UNCLEAN_STOP = (
+    "embedded PostgreSQL in %s was not shut down cleanly (killed, or the machine stopped): it "
+    "replays its write-ahead log on this start, so every committed write is kept and writes that "
+    "were in flight are rolled back (an upload that got no answer was not stored: send it again)"
+)
+
+
+def _wait_for_orphans(pgdata: Path, seconds: float = 30.0) -> None:
+    """After the postmaster was killed its backends notice and exit within moments; a new server
+    will not start while they are still attached to the old shared memory segment (Linux:
+    its attach count in /proc/sysvipc/shm)."""
+    import time
+
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    segment = info.shmget_id if info is not None else None
+    table = Path("/proc/sysvipc/shm")
+    if segment is None or not table.exists():
+        return
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        attached = [int(row.split()[6]) for row in table.read_text().splitlines()[1:]
+                    if row.split()[1] == str(segment)]
+        if not attached or attached[0] == 0:
+            return
+        time.sleep(0.2)
+    logger.warning("embedded PostgreSQL: old server processes still hold %s's shared memory", pgdata)
 
 
 def _server(pgdata: Path):

@@ -50,7 +50,8 @@ def test_other_agents_jobs_are_not_visible(api, curator_api):
 
 def test_only_staff_may_ingest_for_another_agent(api, curator_api):
     other = agent_create(name="other-bot")
-    assert upload(api, ("a.jsonl", jsonl(DOCKER_TASK)), agent="other-bot").status_code == 403
+    refused = upload(api, ("a.jsonl", jsonl(DOCKER_TASK)), agent="other-bot")
+    assert refused.status_code == 403 and refused.json()["field"] == "agent"
     response = upload(curator_api, ("a.jsonl", jsonl(DOCKER_TASK)), agent="other-bot")
     assert response.status_code == 202
     assert SessionRecord.objects.get().agent == other
@@ -85,7 +86,7 @@ def test_paths_inside_the_roots_are_ingested_and_escapes_refused(api, settings, 
     assert ok.status_code == 202 and ok.json()["files"][0]["status"] == "new"
     for hostile in [str(tmp_path / "outside.jsonl"), str(root / ".." / "outside.jsonl"), "/etc/passwd"]:
         response = api.post(reverse("ingest"), {"paths": [hostile]}, format="json")
-        assert response.status_code == 403, hostile
+        assert response.status_code == 403 and response.json()["field"] == "paths", hostile
     assert api.post(reverse("ingest"), {"paths": "not-a-list"}, format="json").status_code == 400
 
 
