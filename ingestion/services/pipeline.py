@@ -16,7 +16,7 @@ from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegmen
 from ingestion.parsing import Message, parse_jsonl
 from ingestion.segmentation import fingerprint, segment
 from ingestion.services.accept import raw_bytes
-from ingestion.services.work import attempt_failed, claim, work_done
+from ingestion.services.work import LEASE_LOST, attempt_failed, claim, work_done
 from memories import services as memory_services
 from memories.models import Memory, Source, Status
 from memories.redaction import redact_many
@@ -50,10 +50,14 @@ def session_segment(*, session_id: int) -> bool:
         messages = _redacted_messages(parsed.messages)
         spans = segment(messages)
     except Exception as exc:  # LLM failures, missing bytes, anything: recorded, retried, never lost
-        attempt_failed(SessionRecord, session_id, "segmentation", exc)
+        attempt_failed(SessionRecord, session_id, "segmentation", exc, lease=session.lease_until)
         return False
     with transaction.atomic():
+        lease = session.lease_until
         session = SessionRecord.objects.select_for_update().get(pk=session_id)
+        if session.lease_until != lease:  # another worker took it over (our lease ran out)
+            logger.warning(LEASE_LOST, "SessionRecord", session_id)
+            return False
         existing = {s.fingerprint: s for s in session.segments.all()}
         keep: set[int] = set()
         for index, span in enumerate(spans):
@@ -124,7 +128,7 @@ def segment_score(*, segment_id: int) -> bool:
     try:
         metrics = score.score_segment(_messages(segment_row))
     except Exception as exc:
-        attempt_failed(TaskSegment, segment_id, "scoring", exc)
+        attempt_failed(TaskSegment, segment_id, "scoring", exc, lease=segment_row.lease_until)
         return False
     segment_row.metrics = metrics.as_dict()
     segment_row.score = metrics.score
@@ -134,8 +138,7 @@ def segment_score(*, segment_id: int) -> bool:
         segment_row.extraction = WorkState.DONE  # not eligible: nothing to extract
         segment_row.extracted_items = []
         extra += ["extraction", "extracted_items"]
-    work_done(segment_row, "scoring", extra)
-    return True
+    return work_done(segment_row, "scoring", extra)
 
 
 def segments_score(*, limit: int | None = None, session_id: int | None = None) -> dict[str, int]:
@@ -189,10 +192,9 @@ def segment_extract(*, segment_id: int) -> bool:
         if refused:
             segment_row.save(update_fields=["extracted_items"])
     except Exception as exc:
-        attempt_failed(TaskSegment, segment_id, "extraction", exc)
+        attempt_failed(TaskSegment, segment_id, "extraction", exc, lease=segment_row.lease_until)
         return False
-    work_done(segment_row, "extraction", [])
-    return True
+    return work_done(segment_row, "extraction", [])
 
 
 def segments_extract(*, limit: int | None = None, session_id: int | None = None) -> dict[str, int]:

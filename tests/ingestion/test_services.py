@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -247,6 +248,27 @@ def test_two_workers_never_claim_the_same_session(agent):
     first, second = claimed
     assert not set(first) & set(second)
     assert len(first) + len(second) == 8
+
+
+def test_a_worker_that_outlived_its_lease_leaves_the_item_to_its_new_owner(agent):
+    ingest(agent, DOCKER_TASK)
+    _back_to_pending()
+    session = SessionRecord.objects.get()
+    assert work.claim(SessionRecord.objects.all(), 1) == [session.pk]
+    stale = SessionRecord.objects.get().lease_until
+    # the first worker stalls past its lease; a second one claims the session
+    SessionRecord.objects.update(lease_until=stale - timedelta(hours=1))
+    assert work.claim(SessionRecord.objects.all(), 1) == [session.pk]
+    taken_over = SessionRecord.objects.get().lease_until
+    late = SessionRecord.objects.get()
+    late.lease_until = stale  # the first worker's copy, loaded under its own lease
+    assert work.work_done(late, "segmentation", []) is False
+    work.attempt_failed(SessionRecord, session.pk, "segmentation", RuntimeError("late"), lease=stale)
+    record = SessionRecord.objects.get()
+    assert (record.segmentation, record.attempts, record.lease_until) == (WorkState.PENDING, 0, taken_over)
+    # the new owner's outcome counts
+    assert services.session_segment(session_id=session.pk) is True
+    assert SessionRecord.objects.get().segmentation == WorkState.DONE and TaskSegment.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,6 +8,7 @@ too, as ``make run`` starts it) and pipeline runs as their own processes, on the
   crystallization, and of the web server in the middle of an ingest upload: after a restart
   everything completes, and the counts (sessions, segments, memories, hits, contributions,
   skills) equal those of a run without the crash.
+- two pipeline workers taking the same queue at once leave the same counts as one worker.
 """
 
 from __future__ import annotations
@@ -265,13 +266,24 @@ def _pipeline(kills: dict[str, tuple[str, str, int]]) -> None:
         _run_step(step)
 
 
+_CLEAN: dict[str, object] = {}
+
+
+def _clean_counts(agent) -> dict[str, object]:
+    """The counts of the five sessions run through the pipeline without incident, computed by
+    the first test that needs them; the tables are emptied again afterwards."""
+    if not _CLEAN:
+        _ingest(agent)
+        _pipeline({})
+        _CLEAN.update(_counts())
+        _wipe()
+    return _CLEAN
+
+
 def test_killed_pipeline_runs_complete_after_a_restart_with_nothing_lost_or_doubled(agent, monkeypatch):
     monkeypatch.setattr("ingestion.services.accept.enqueue_on_commit", lambda *args, **kwargs: None)
-    _ingest(agent)
-    _pipeline({})
-    clean = _counts()
+    clean = _clean_counts(agent)
     assert clean["segments"] and clean["memories"], clean
-    _wipe()
     _ingest(agent)
     _pipeline({
         # in the middle of a session's segmentation: its messages redacted, its segments not stored
@@ -279,6 +291,45 @@ def test_killed_pipeline_runs_complete_after_a_restart_with_nothing_lost_or_doub
         # in the middle of extraction: one segment's memories stored, the next segment's not
         "extraction": ("memories.services", "memories_upload", 2),
     })
+    assert _counts() == clean
+
+
+# A pipeline worker that takes one item at a time until the step's queue is empty.
+_DRAINING_WORKER = """
+import os, sys
+import django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ultron_site.settings")
+django.setup()
+from ultron_site.pipeline import run_step
+taken = 0
+while (claimed := run_step(sys.argv[1])["claimed"]):
+    taken += claimed
+print(taken)
+"""
+
+
+def test_two_pipeline_workers_over_one_queue_process_each_item_once(agent, monkeypatch):
+    monkeypatch.setattr("ingestion.services.accept.enqueue_on_commit", lambda *args, **kwargs: None)
+    clean = _clean_counts(agent)
+    _ingest(agent)
+    finished = {"segmentation": SessionRecord.objects.filter(segmentation="done"),
+                "scoring": TaskSegment.objects.filter(scoring="done"),
+                "extraction": TaskSegment.objects.filter(extraction="done")}
+    for step in ("segmentation", "scoring", "extraction"):
+        before = finished[step].count()  # scoring marks a segment not worth extracting done at once
+        command = [sys.executable, "-c", _DRAINING_WORKER, step]
+        # One item per claim, so the two take turns; leases long enough that neither outlives its own.
+        env = _env(ULTRON_PIPELINE_BATCH="1", ULTRON_PIPELINE_LEASE_SECONDS="600")
+        workers = [subprocess.Popen(command, cwd=ROOT, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        taken = []
+        for worker in workers:
+            out, err = worker.communicate(timeout=600)
+            assert worker.returncode == 0, err[-3000:]
+            taken.append(int(out.split()[-1]))
+        # every item the step finished was claimed by exactly one of the two
+        done = finished[step].count() - before
+        assert done and sum(taken) == done, (step, taken, done)
     assert _counts() == clean
 
 
