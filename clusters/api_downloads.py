@@ -34,9 +34,14 @@ class _Download(APIView):
         return version
 
 
+_FILE: dict[Any, OpenApiResponse] = {(200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR,
+                                                                             description="SKILL.md")}
+_PACKAGE: dict[Any, OpenApiResponse] = {(200, "application/zip"): OpenApiResponse(
+    OpenApiTypes.BINARY, description="<slug>/SKILL.md and references")}
+
+
 class SkillFileApi(_Download):
-    @extend_schema(responses={(200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="SKILL.md"),
-                              **error_responses(404)})
+    @extend_schema(responses={**_FILE, **error_responses(404)})
     def get(self, request: Request, slug: str) -> HttpResponse:
         version = self.version(request, slug)
         response = HttpResponse(version.body, content_type="text/markdown; charset=utf-8")
@@ -45,9 +50,7 @@ class SkillFileApi(_Download):
 
 
 class SkillPackageApi(_Download):
-    @extend_schema(responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY,
-                                                                         description="<slug>/SKILL.md and references"),
-                              **error_responses(404)})
+    @extend_schema(responses={**_PACKAGE, **error_responses(404)})
     def get(self, request: Request, slug: str) -> HttpResponse:
         version = self.version(request, slug)
         response = HttpResponse(skill_package(version), content_type="application/zip")

@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,11 +31,12 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from agents.services import agent_create, token_issue
 from ingestion import services as ingestion_services
 from ingestion.models import SegmentMemory, SessionRecord, TaskSegment
-from memories.models import Memory, MemoryContribution, Status
+from memories.models import Memory, MemoryContribution, MemoryEdit, Status
 from memories.services import memory_upload
 from memories.services.edit import memory_edit
 from memories.thresholds import model_thresholds
@@ -45,7 +47,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "tests" / "data" / "sessions_written"
 SESSION_FILES = ["cc02_docker_slim.jsonl", "cc03_pip_venv_correction.jsonl", "oa01_npm_peer_deps.jsonl",
                  "oa03_rust_threads.jsonl", "oa04_actions_yaml.jsonl"]
-LEASE_SECONDS = 10
 
 
 def _test_database_url() -> str:
@@ -56,7 +57,8 @@ def _test_database_url() -> str:
 
 def _env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "DATABASE_URL": _test_database_url(), "ULTRON_API_RATE": "0",
-           "ULTRON_PIPELINE_LEASE_SECONDS": str(LEASE_SECONDS), "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1",
+           "ULTRON_MAX_TAGS": "30"}  # room for a tag of each racing upload
     env.update(extra)
     return env
 
@@ -177,23 +179,32 @@ def test_fifty_near_duplicates_lose_no_hit_and_leave_no_duplicate_pair(web):
 
 def test_a_curators_edit_racing_duplicate_uploads_loses_neither(web, agent):
     text = "Alembic autogenerate misses a renamed column: it drops and re-adds it, losing the data"
-    memory = memory_upload(content=text, resolution="Edit the migration by hand", agent=agent).memory
-    edited = "Edit the generated migration: replace drop/add with op.alter_column(new_column_name=...)"
+    fix = "Edit the generated migration by hand: op.alter_column(new_column_name=...)"
+    memory = memory_upload(content=text, resolution=fix, agent=agent, tags=["db"]).memory
     with _client(web, _token()) as client, ThreadPoolExecutor(max_workers=21) as pool:
-        uploads = [pool.submit(client.post, "/api/memories/upload", json={"content": text, "tags": [f"t{i}"]})
+        uploads = [pool.submit(client.post, "/api/memories/upload", json={"content": text, "resolution": fix,
+                                                                         "tags": [f"t{i}"]})
                    for i in range(20)]
-        time.sleep(0.2)
-        edit = pool.submit(memory_edit, memory_id=memory.pk, editor="curator", content=text, resolution=edited,
-                           tags=["alembic", "migrations"])
+        while not any(u.done() for u in uploads):  # the uploads are flowing: the edit lands among them
+            time.sleep(0.01)
+        # a curator re-types and re-tags the memory; its text stays, so the uploads stay its duplicates
+        edit = pool.submit(memory_edit, memory_id=memory.pk, editor="curator", content=text, resolution=fix,
+                           memory_type="pattern", tags=["alembic", "migrations"])
         answers = [u.result() for u in uploads]
         edit.result()
         connection.close()  # the edit ran on the pool thread's own connection
     assert all(a.status_code == 200 and a.json()["id"] == str(memory.pk) for a in answers), [a.text for a in answers]
+    assert sum(not u.done() for u in uploads) == 0
     memory.refresh_from_db()
-    assert memory.resolution == edited
-    assert memory.hit_count == 21
+    assert memory.memory_type == "pattern" and {"alembic", "migrations"} <= set(memory.tags)  # the edit holds
+    assert memory.hit_count == 21  # and no upload was lost
     assert MemoryContribution.objects.filter(memory=memory).count() == 20
-    assert {"alembic", "migrations"} <= set(memory.tags)
+    edited_at = MemoryEdit.objects.get(memory=memory).created_at
+    contributions = list(MemoryContribution.objects.filter(memory=memory))
+    after = [c for c in contributions if c.created_at > edited_at]
+    assert after and len(after) < len(contributions), "the edit did not land among the uploads: no race was run"
+    # the uploads merged after the edit added their tags to the edited ones
+    assert {tag for c in after for tag in c.tags} <= set(memory.tags)
 
 
 # --- kill -9 ---------------------------------------------------------------------------------
@@ -258,11 +269,18 @@ def _wipe() -> None:
     SessionRecord.objects.all().delete()
 
 
+def _leases_run_out() -> None:
+    """What a killed worker had claimed is free again once its lease ends: here at once, as if
+    the lease's seconds had passed (the claim itself is tested in tests/ingestion)."""
+    for model in (SessionRecord, TaskSegment):
+        model.objects.filter(lease_until__isnull=False).update(lease_until=timezone.now() - timedelta(seconds=1))
+
+
 def _pipeline(kills: dict[str, tuple[str, str, int]]) -> None:
     for step in ("segmentation", "scoring", "extraction"):
         if step in kills:
             _run_step(step, die_at=kills[step])
-            time.sleep(LEASE_SECONDS + 1)  # what it had claimed is free again once its lease ends
+            _leases_run_out()
         _run_step(step)
 
 
@@ -318,8 +336,7 @@ def test_two_pipeline_workers_over_one_queue_process_each_item_once(agent, monke
     for step in ("segmentation", "scoring", "extraction"):
         before = finished[step].count()  # scoring marks a segment not worth extracting done at once
         command = [sys.executable, "-c", _DRAINING_WORKER, step]
-        # One item per claim, so the two take turns; leases long enough that neither outlives its own.
-        env = _env(ULTRON_PIPELINE_BATCH="1", ULTRON_PIPELINE_LEASE_SECONDS="600")
+        env = _env(ULTRON_PIPELINE_BATCH="1")  # one item per claim, so the two take turns
         workers = [subprocess.Popen(command, cwd=ROOT, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
         taken = []
