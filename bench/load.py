@@ -303,7 +303,11 @@ def topology(kind: str, database_url: str, rate: str, workdir: Path) -> Iterator
             problems = [line for line in log.read_text(errors="replace").splitlines()
                         if "Traceback" in line or " ERROR " in line or "Error:" in line]
             if problems:
-                print(f"{log.name}: {len(problems)} error lines, e.g. {problems[0][:300]}", file=sys.stderr)
+                kept = ROOT / "var" / f"load-{log.name}"
+                kept.parent.mkdir(exist_ok=True)
+                kept.write_text(log.read_text(errors="replace"))
+                print(f"{log.name}: {len(problems)} error lines, e.g. {problems[0][:300]} (whole log: {kept})",
+                      file=sys.stderr)
 
 
 def hub_totals() -> tuple[int, int]:
