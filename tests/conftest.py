@@ -77,6 +77,27 @@ def dashscope_llm(settings, fake_llm_server):
     return fake_llm_server
 
 
+def _groups_sync() -> None:
+    from django.apps import apps
+
+    from ultron_site.roles import groups_sync
+
+    groups_sync(apps)
+
+
+@pytest.fixture(autouse=True)
+def _roles_back_after_flush(request, django_db_blocker):
+    """A transactional test (marked ``transaction=True``, or using a live server or
+    ``transactional_db``) ends by emptying every table, the data migration's role groups too.
+    pytest-django runs those tests after all others, so each of them puts the groups back first."""
+    marker = request.node.get_closest_marker("django_db")
+    if (marker and marker.kwargs.get("transaction")) or {"live_server", "transactional_db"} & set(request.fixturenames):
+        request.getfixturevalue("django_db_setup")  # the test database, never the hub's own
+        with django_db_blocker.unblock():
+            _groups_sync()
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_django_cache():
     """Each test's database starts empty, so what the pages cache about it (the memory list's

@@ -23,19 +23,6 @@ def _isolated_config(tmp_path, monkeypatch):
     monkeypatch.delenv("ULTRON_TOKEN", raising=False)
 
 
-@pytest.fixture(autouse=True)
-def _roles_back_after_flush(request):
-    """A transactional test ends by emptying every table, the data migration's groups too;
-    the tests after it expect them."""
-    yield
-    if "live_server" in request.fixturenames:
-        from django.apps import apps
-
-        from ultron_site.roles import groups_sync
-
-        groups_sync(apps)
-
-
 @pytest.fixture
 def hub(live_server, agent_token, monkeypatch) -> Hub:
     """The live hub, with ULTRON_URL / ULTRON_TOKEN set for an ordinary agent."""

@@ -26,18 +26,6 @@ pytestmark = [
 SHOTS = Path(settings.ULTRON_DATA_DIR) / "screenshots"
 
 
-@pytest.fixture(autouse=True)
-def _roles_back_after_flush():
-    """A transactional test ends by emptying every table, the data migration's groups too;
-    the tests after it expect them."""
-    yield
-    from django.apps import apps
-
-    from ultron_site.roles import groups_sync
-
-    groups_sync(apps)
-
-
 @pytest.fixture
 def browser():
     from playwright.sync_api import sync_playwright

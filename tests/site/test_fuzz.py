@@ -21,18 +21,6 @@ COVERAGE = 15  # coverage cases per operation (bench/fuzz.py sends them all)
 SEED = 16
 
 
-@pytest.fixture(autouse=True)
-def _roles_back_after_flush():
-    """A transactional test ends by emptying every table, the data migration's groups too;
-    the tests after it expect them."""
-    yield
-    from django.apps import apps
-
-    from ultron_site.roles import groups_sync
-
-    groups_sync(apps)
-
-
 @pytest.fixture
 def stored_rows(agent) -> dict:
     """A published skill from a cluster of six memories, and an ingest job: path parameters

@@ -115,17 +115,6 @@ def web(django_db_setup) -> Iterator[Gunicorn]:
     server.stop()
 
 
-@pytest.fixture(autouse=True)
-def _roles_back_after_flush():
-    """These tests end by emptying every table, the data migration's groups too."""
-    yield
-    from django.apps import apps
-
-    from ultron_site.roles import groups_sync
-
-    groups_sync(apps)
-
-
 def _token(name: str = "swarm", staff: bool = False) -> str:
     return token_issue(agent=agent_create(name=name, staff=staff)).token
 
