@@ -145,10 +145,13 @@ def skills_on_topics(upload_topic: dict, crystallize_at: int) -> list[dict]:
         body = skills.render(draft, {m.id: m for m in members})
         quality = skills.quality(draft, body)
         verified = skills.verify(draft, members) if quality.passed and not draft.insufficient else None
-        out.append({"topic": topic, "members": len(members), "steps": len(draft.steps),
+        out.append({"topic": topic, "body": body, "members": len(members), "steps": len(draft.steps),
                     "distinct_steps": distinct_steps(draft.steps), "name": draft.name,
                     "name_words": len(draft.name.split()), "keyword_name": is_keyword_list(draft.name),
-                    "redundant": bool(quality.details["redundant_steps"]) or distinct_steps(draft.steps) < len(draft.steps),
+                    # the bar's rule: two steps at the duplicate threshold or above
+                    "redundant": bool(quality.details["redundant_steps"]),
+                    # stricter: two steps the synthesis's own grouping would join
+                    "joinable": distinct_steps(draft.steps) < len(draft.steps),
                     "insufficient": bool(draft.insufficient),
                     "passed": not draft.insufficient and quality.passed and bool(verified and verified.passed)})
     return out
@@ -165,7 +168,10 @@ def skill_rows(found: list[dict]) -> list[tuple[str, str]]:
         ("skills: name words (median, max)", f"{statistics.median(words) if words else 0}, {max(words, default=0)}"),
         ("skills: keyword-list names drafted / passing", f"{sum(f['keyword_name'] for f in found)} / "
                                                          f"{sum(f['keyword_name'] for f in passed)}"),
-        ("skills: redundant drafts / passing", f"{sum(f['redundant'] for f in made)} / {sum(f['redundant'] for f in passed)}"),
+        ("skills: redundant drafts / passing (steps at the duplicate threshold)",
+         f"{sum(f['redundant'] for f in made)} / {sum(f['redundant'] for f in passed)}"),
+        ("skills: drafts / passing with two steps the grouping would join (merge-candidate threshold)",
+         f"{sum(f['joinable'] for f in made)} / {sum(f['joinable'] for f in passed)}"),
     ]
 
 
@@ -256,12 +262,20 @@ def main() -> None:
     parser.add_argument("--n", default="10000,100000")
     parser.add_argument("--assign", type=int, default=200)
     parser.add_argument("--base", type=int, default=4000, help="real sentences to embed")
+    parser.add_argument("--show-skills", type=int, default=0, metavar="K",
+                        help="with --topics: print the SKILL.md of K topics' skills (the first run's)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.topics:
         django_setup()
         rows, figures = topics_bench(args.seeds)
         print_table("Topic set: clusters that gather a topic", rows)
+        for found in figures["runs"][0]["skills"][: args.show_skills]:
+            verdict = "passes" if found["passed"] else "does not pass"
+            print(f"\n--- {found['topic']} ({found['members']} members; {verdict}) ---\n{found['body']}")
+        for run in figures["runs"]:
+            for found in run["skills"]:
+                found.pop("body")
         write_results("clusters_topics", figures, as_json=args.json)
         return
     if eval_path("paraphrase", "stsbenchmark") is None:

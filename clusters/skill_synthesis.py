@@ -217,9 +217,18 @@ def name_of(topic: str, ordered: list[MemoryFacts]) -> str:
     return name[:80].rsplit(" ", 1)[0] if len(name) > 80 else name
 
 
+def _sentence_inner(text: str) -> str:
+    """A sentence put inside another: its first letter lower-cased, unless the first word is a
+    name that keeps its capitals (TypeError, FastAPI, README)."""
+    first = text.split(maxsplit=1)[0] if text.strip() else ""
+    if any(c.isupper() for c in first[1:]):
+        return text
+    return text[:1].lower() + text[1:]
+
+
 def describe(name: str, symptom: str, error: str, steps: int, members: int) -> str:
     """What Claude Code reads to decide when to load the skill: what it does, then when."""
-    when = symptom[0].lower() + symptom[1:] if symptom else name[0].lower() + name[1:]
+    when = _sentence_inner(symptom or name)
     if error and error.lower() not in when.lower():
         when += f" ({error})"
     return f"{name}: {steps} steps from {members} shared memories. Use when {when}."[:1000]

@@ -27,11 +27,15 @@ _CITE_RE = re.compile(r"\s*\[m:([0-9a-f]{8})\]")
 
 
 def slug_base(name: str) -> str:
-    """Lower-case, ``[a-z0-9-]`` and CJK, at most 50 characters."""
-    text = name.lower()
+    """Lower-case, ``[a-z0-9-]`` and CJK, at most 50 characters, cut between words ("can't"
+    gives "cant")."""
+    text = re.sub(r"(?<=\w)['\u2019](?=\w)", "", name.lower())
     text = re.sub(r"[^a-z0-9\u3400-\u9fff]+", "-", text).strip("-")
     text = re.sub(r"-{2,}", "-", text)
-    return text[:50].strip("-") or "skill"
+    if len(text) > 50:
+        head = text[:51].rsplit("-", 1)[0]
+        text = head if len(head) <= 50 else text[:50]
+    return text.strip("-") or "skill"
 
 
 def agent_name(slug: str) -> str:

@@ -272,6 +272,8 @@ def test_a_better_version_replaces_the_published_one_and_a_worse_one_is_kept_rej
     ("部署 Django 的最佳实践", "部署-django-的最佳实践"),
     ("x" * 80, "x" * 50),
     ("!!!", "skill"),
+    ("Fix can't compare offset-naive and offset-aware datetimes", "fix-cant-compare-offset-naive-and-offset-aware"),
+
 ])
 def test_slug_rules(name, slug):
     assert slug_base(name) == slug

@@ -12,6 +12,7 @@ import yaml
 
 from clusters import skill_text as shape
 from clusters import skills
+from clusters.skill_synthesis import describe
 from clusters.skill_types import MemoryFacts, SkillDraft
 from memories.judgements.summarize import extractive_l0
 
@@ -213,3 +214,13 @@ def test_verification_fails_a_line_its_memory_does_not_say():
     draft = _draft("Fix pytest imports", [f"Reinstall Python from scratch [m:{members[0].short}]"] + STEPS)
     check = skills.verify_offline(draft, members)
     assert not check.passed and check.details["claims"][0]["memory_ids"] == [members[0].id]
+
+
+@pytest.mark.parametrize(("symptom", "inner"), [
+    ("TypeError: can't compare offset-naive and offset-aware datetimes",
+     "TypeError: can't compare offset-naive and offset-aware datetimes"),
+    ("Pytest fails at collection", "pytest fails at collection"),
+    ("README links are broken", "README links are broken"),
+])
+def test_the_description_keeps_a_names_capitals(symptom, inner):
+    assert describe("Fix it", symptom, "", 3, 5).endswith(f"Use when {inner}.")
