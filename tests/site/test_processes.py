@@ -196,6 +196,27 @@ def test_a_curators_edit_racing_duplicate_uploads_loses_neither(web, agent):
     assert {tag for c in after for tag in c.tags} <= set(memory.tags)
 
 
+def test_a_gigabyte_upload_is_refused_before_it_is_read(web, agent):
+    """A client announcing 1 GiB gets its 413 after the headers and a first megabyte; the server
+    reads no more and its workers do not grow."""
+    import psutil
+
+    workers = psutil.Process(web.process.pid).children()
+    before = sum(w.memory_info().rss for w in workers)
+    token = token_issue(agent=agent).token
+    boundary = uuid.uuid4().hex
+    head = (f"POST /api/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {2**30}\r\n\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.jsonl\"\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", web.port), timeout=60) as sock:
+        sock.sendall(head.encode() + b'{"role": "user", "content": "x"}\n' * 30_000)  # about 1 MB of 1 GiB
+        answer = sock.recv(65536).decode(errors="replace")
+    assert answer.startswith("HTTP/1.1 413"), answer[:300]
+    assert '"error":"too_large"' in answer.replace(" ", "")
+    after = sum(w.memory_info().rss for w in workers)
+    assert after - before < 64 * 2**20, (before, after)
+
+
 # --- kill -9 ---------------------------------------------------------------------------------
 
 # Runs one pipeline step in a process that kills itself (SIGKILL: no cleanup, no rollback
@@ -350,7 +371,7 @@ def test_a_web_server_killed_mid_upload_loses_nothing_once_the_upload_is_sent_ag
     web = Gunicorn().start()
     try:
         with socket.create_connection(("127.0.0.1", web.port)) as sock:
-            sock.sendall((f"POST /api/ingest HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+            sock.sendall((f"POST /api/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
                           f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
                           f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload[: len(payload) // 2])
             time.sleep(1)
