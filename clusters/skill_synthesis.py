@@ -218,12 +218,13 @@ def name_of(topic: str, ordered: list[MemoryFacts]) -> str:
 
 
 def _sentence_inner(text: str) -> str:
-    """A sentence put inside another: its first letter lower-cased, unless the first word is a
-    name that keeps its capitals (TypeError, FastAPI, README)."""
+    """A sentence put inside another: its first letter lower-cased only when the first word is a
+    function word ("The build fails" → "the build fails"); a name keeps its capitals (Docker,
+    TypeError, README)."""
     first = text.split(maxsplit=1)[0] if text.strip() else ""
-    if any(c.isupper() for c in first[1:]):
-        return text
-    return text[:1].lower() + text[1:]
+    if first.lower() in shape.FUNCTION_WORDS | shape.DETERMINERS:
+        return text[:1].lower() + text[1:]
+    return text
 
 
 def describe(name: str, symptom: str, error: str, steps: int, members: int) -> str:

@@ -154,7 +154,8 @@ def instruction(sentence: str, *, reported: bool = True, commands: bool = True) 
         rest = _CONJOINED_RE.sub(lambda m: m.group(1) + (base_verb(m.group(2)) or m.group(2)), text[len(words[0]):])
         return verb.capitalize() + rest
     label = _LABEL_RE.match(text)
-    if label and not error_signatures(text[: label.end()]):
+    # "Fix: run X" is a label on an instruction; "failed to copy files: write …" is an error message
+    if label and not error_signatures(text[: label.end()]) and not FAILURE_WORDS.search(text[: label.end()]):
         inner = instruction(text[label.end():], reported=reported, commands=False)
         if inner:
             return f"{text[: label.end()]}{inner[0].lower()}{inner[1:]}"

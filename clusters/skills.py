@@ -35,6 +35,10 @@ def slug_base(name: str) -> str:
     if len(text) > 50:
         head = text[:51].rsplit("-", 1)[0]
         text = head if len(head) <= 50 else text[:50]
+        words = text.split("-")
+        while len(words) > 2 and words[-1] in skill_text.FUNCTION_WORDS | skill_text.DETERMINERS:
+            words.pop()  # "...-at-collection-with" ends on "collection"
+        text = "-".join(words)
     return text.strip("-") or "skill"
 
 

@@ -273,6 +273,7 @@ def test_a_better_version_replaces_the_published_one_and_a_worse_one_is_kept_rej
     ("x" * 80, "x" * 50),
     ("!!!", "skill"),
     ("Fix can't compare offset-naive and offset-aware datetimes", "fix-cant-compare-offset-naive-and-offset-aware"),
+    ("Fix pytest failing at collection with ModuleNotFoundError", "fix-pytest-failing-at-collection"),
 
 ])
 def test_slug_rules(name, slug):

@@ -219,8 +219,15 @@ def test_verification_fails_a_line_its_memory_does_not_say():
 @pytest.mark.parametrize(("symptom", "inner"), [
     ("TypeError: can't compare offset-naive and offset-aware datetimes",
      "TypeError: can't compare offset-naive and offset-aware datetimes"),
-    ("Pytest fails at collection", "pytest fails at collection"),
+    ("Docker Desktop builds fail", "Docker Desktop builds fail"),
+    ("The build fails behind the proxy", "the build fails behind the proxy"),
     ("README links are broken", "README links are broken"),
 ])
 def test_the_description_keeps_a_names_capitals(symptom, inner):
     assert describe("Fix it", symptom, "", 3, 5).endswith(f"Use when {inner}.")
+
+
+def test_an_error_message_with_a_colon_is_not_an_instruction():
+    message = "failed to copy files: write /var/lib/docker/overlay2/x: no space left on device"
+    assert shape.instruction(message, reported=False) is None
+    assert shape.instruction("Fix: run docker builder prune", reported=False) == "Run docker builder prune"
