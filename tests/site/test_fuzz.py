@@ -16,8 +16,8 @@ from bench.fuzz import fuzz, report
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-EXAMPLES = 3
-COVERAGE = 15  # coverage cases per operation (bench/fuzz.py sends them all)
+EXAMPLES = 2
+COVERAGE = 10  # coverage cases per operation (bench/fuzz.py sends them all)
 SEED = 16
 
 
