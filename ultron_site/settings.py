@@ -7,7 +7,6 @@ the static directory happen before it is loaded, in ``ultron_site.startup.prepar
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import dj_database_url
@@ -22,6 +21,7 @@ from ultron_site.env import (
     env_list,
     env_str,
 )
+from ultron_site.rates import parse_rate
 from ultron_site.startup import data_dir, secret_key_path, static_root
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -175,8 +175,10 @@ ULTRON_API_RATE = env_str(
     help="Per-token API rate limit: N/s, N/min, N/hour or N/day (429 with Retry-After above "
          "it, counted in the database so all web processes share it); 0: no limit.",
 )
-if not re.fullmatch(r"\s*(0|off|none|\d+/(s|sec|second|m|min|minute|h|hour|d|day))\s*", ULTRON_API_RATE):
-    raise ImproperlyConfigured(f"ULTRON_API_RATE={ULTRON_API_RATE!r}: write it as N/s, N/min, N/hour or N/day, or 0")
+try:
+    parse_rate(ULTRON_API_RATE)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"ULTRON_API_RATE: {exc}") from None
 ULTRON_TOKEN_DAYS = env_int(
     "ULTRON_TOKEN_DAYS", 0, minimum=0, group="core",
     help="Lifetime of newly issued API tokens in days (expired tokens answer 401); 0: no expiry. "

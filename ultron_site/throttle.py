@@ -18,8 +18,7 @@ from django.db import connection
 from rest_framework.throttling import BaseThrottle
 
 from ultron_site.models import RateWindow
-
-_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+from ultron_site.rates import parse_rate
 
 _UPSERT = f"""
     INSERT INTO {RateWindow._meta.db_table} (key, "window", count) VALUES (%s, %s, 1)
@@ -29,17 +28,6 @@ _UPSERT = f"""
         "window" = EXCLUDED."window"
     RETURNING count
 """
-
-
-def parse_rate(rate: str) -> tuple[int, int] | None:
-    """``"6000/min"`` → (6000, 60); an empty rate or ``"0"`` turns the limit off (None)."""
-    rate = rate.strip()
-    if rate in ("", "0", "off", "none"):
-        return None
-    count, sep, period = rate.partition("/")
-    if not sep or not count.strip().isdigit() or not period.strip() or period.strip()[0] not in _PERIODS:
-        raise ValueError(f"rate {rate!r}: write it as N/s, N/min, N/hour or N/day")
-    return int(count), _PERIODS[period.strip()[0]]
 
 
 class TokenRateThrottle(BaseThrottle):

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from agents.services import token_issue
 from ultron_site.models import RateWindow
-from ultron_site.throttle import parse_rate
+from ultron_site.rates import parse_rate
 
 pytestmark = pytest.mark.django_db
 
