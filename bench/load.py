@@ -337,7 +337,6 @@ def prepare_hub(args: argparse.Namespace) -> tuple[list[str], list[str], list[st
     from bench.search import corpus_texts, load, noisy_vectors
     from memories.models import Memory
     from memories.providers.embeddings import get_embedder
-    from memories.selectors.keywords import lexeme_counts_forget
     from memories.services import embedding_space_ensure
 
     texts = corpus_texts(args.base)
@@ -352,7 +351,6 @@ def prepare_hub(args: argparse.Namespace) -> tuple[list[str], list[str], list[st
         base = get_embedder().embed(texts)
         loaded, built, _ = load(noisy_vectors(base, picks, seed=12), [texts[i] for i in picks])
         progress(f"loaded in {loaded:.0f} s, HNSW indexes built in {built:.0f} s")
-        lexeme_counts_forget()
     tokens = []
     for i in range(args.tokens):
         agent = agent_create(name=f"load-{os.getpid()}-{i}")

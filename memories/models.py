@@ -240,3 +240,22 @@ class TierSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"tiers on {self.day}"
+
+
+class LexemeCount(models.Model):
+    """How many active memories contain a lexeme of the full-text column, for weighing and
+    choosing a query's words (docs/flow.md#keyword-counts). Written only by PostgreSQL triggers
+    on the memories table (migration 0008), as signed pieces: every statement that adds,
+    removes, archives, restores or re-words memories appends one piece per lexeme it changes,
+    so writers never wait on each other's counters; the count is the sum of a lexeme's pieces,
+    folded into one row by ``lexeme_counts_compact``. The empty lexeme counts the active
+    memories themselves."""
+
+    lexeme = models.TextField(db_index=True)
+    memories = models.IntegerField()
+
+    class Meta:
+        verbose_name = "lexeme count"
+
+    def __str__(self) -> str:
+        return f"{self.lexeme or '(all)'}: {self.memories}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memories import services
+from memories import selectors, services
 
 
 def memory_summarize_task(memory_id: str) -> bool:
@@ -20,6 +20,11 @@ def merge_retry_step() -> dict[str, int]:
 def tier_rebalance_step() -> dict[str, int]:
     result = services.tiers_rebalance()
     return result.__dict__.copy()
+
+
+def keyword_counts_step() -> dict[str, int]:
+    """Fold the keyword counts' pieces (docs/flow.md#keyword-counts) into one row per word."""
+    return {"pieces_folded": selectors.lexeme_counts_compact()}
 
 
 def consolidation_step() -> dict[str, int]:

@@ -112,13 +112,9 @@ def _fresh_django_cache():
 @pytest.fixture(autouse=True)
 def _fresh_process_caches():
     """Each test's database starts empty, so what this process caches about the database must
-    too: the embedding space's 'verified' flag and the lexeme statistics search weighs query
-    words by (kept for minutes; a test's ANALYZE would otherwise weigh the next test's words)."""
-    from memories.selectors import lexeme_counts_forget
+    too: the embedding space's 'verified' flag."""
     from memories.services import embedding_space_forget
 
     embedding_space_forget()
-    lexeme_counts_forget()
     yield
     embedding_space_forget()
-    lexeme_counts_forget()

@@ -1,7 +1,8 @@
 """The scheduled pipeline (docs/flow.md#the-scheduled-pipeline): one django-q2 schedule runs the steps in order.
 
 Each step is a plain function (also runnable alone with ``manage.py run_pipeline --step``).
-Order: segmentation, scoring, extraction, merge retry, tier rebalance, crystallization,
+Order: segmentation, scoring, extraction, merge retry, tier rebalance, keyword counts, cluster
+repair, crystallization,
 consolidation (off by default).
 """
 
@@ -26,6 +27,7 @@ STEPS: list[tuple[str, str]] = [
     ("extraction", "ingestion.tasks.extraction_step"),
     ("merge_retry", "memories.tasks.merge_retry_step"),
     ("tier_rebalance", "memories.tasks.tier_rebalance_step"),
+    ("keyword_counts", "memories.tasks.keyword_counts_step"),
     ("cluster_repair", "clusters.tasks.cluster_repair_step"),
     ("crystallization", "clusters.tasks.crystallization_step"),
     ("consolidation", "memories.tasks.consolidation_step"),

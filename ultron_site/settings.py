@@ -500,7 +500,7 @@ ULTRON_PIPELINE_INTERVAL_HOURS = env_float(
     "ULTRON_PIPELINE_INTERVAL_HOURS", 6.0, minimum=0.05, group="pipeline",
     deprecated_names=["ULTRON_DECAY_INTERVAL_HOURS"],
     help="How often the pipeline runs (segmentation, scoring, extraction, merge retry, tier "
-         "rebalance, crystallization, consolidation), in hours.",
+         "rebalance, keyword counts, cluster repair, crystallization, consolidation), in hours.",
 )
 ULTRON_Q_WORKERS = env_int(
     "ULTRON_Q_WORKERS", 2, minimum=1, maximum=64, group="pipeline",

@@ -15,10 +15,12 @@ from memories.selectors.duplicates import (
     memory_pairs_near_duplicate,
 )
 from memories.selectors.keywords import (
+    QueryTerms,
     keyword_query,
     keyword_terms,
     lexeme_counts,
-    lexeme_counts_forget,
+    lexeme_counts_compact,
+    query_terms,
     selective_terms,
 )
 from memories.selectors.records import memory_details, memory_list, memory_stats
@@ -37,13 +39,15 @@ __all__ = [
     "keyword_query",
     "keyword_terms",
     "lexeme_counts",
-    "lexeme_counts_forget",
+    "lexeme_counts_compact",
     "memory_details",
     "memory_find_duplicate",
     "memory_list",
     "memory_pairs_near_duplicate",
     "memory_search",
     "memory_stats",
+    "QueryTerms",
     "query_embedding_text",
+    "query_terms",
     "selective_terms",
 ]

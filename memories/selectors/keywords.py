@@ -1,127 +1,133 @@
-"""The keyword side of search: the query's lexemes as PostgreSQL makes them, which of them are
-selective enough to pick matches, the tsquery built from them, and what each one weighs."""
+"""The keyword side of search: the query's lexemes as PostgreSQL makes them, how many memories
+contain each (the hub's own counts, exact and current: docs/flow.md#keyword-counts), which of
+them are selective enough to pick matches, the tsquery built from them, and what each one weighs."""
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Sum
 
-from memories.models import Memory
-
-
-def keyword_terms(text: str, *, limit: int = 10) -> list[str]:
-    """The query's distinct lexemes in order of first appearance, as the database's English
-    configuration makes them (stemmed, its stop words gone), plus a few more stop words that
-    questions are full of; at most ``limit``."""
-    if not text.strip():
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT lexeme FROM unnest(to_tsvector('english', %s)) "
-            "WHERE lexeme <> ALL(%s) AND length(lexeme) > 1 ORDER BY positions[1] LIMIT %s",
-            [text[:4000], _EXTRA_STOPWORDS, limit],
-        )
-        return [row[0] for row in cursor.fetchall()]
-
+from memories.models import LexemeCount
 
 # Stems that PostgreSQL's English stop list keeps but that carry nothing in a question
 # (and the tails of contractions: you're, I've, we'll).
 _EXTRA_STOPWORDS = ["yes", "could", "would", "may", "might", "shall", "must", "also", "let", "re", "ve", "ll"]
-_STATS_TTL = 300.0
-# The planner's own guess for a lexeme missing from the statistics (tsquery_opr_selec): half the
-# least frequent listed lexeme, and never more than this share of the rows.
-_UNLISTED_SHARE_MAX = 0.005
+# A lexeme whose count is spread over more pieces than this is folded into one row when a query
+# reads it (the pipeline folds all of them): reading stays a handful of index entries per word.
+COMPACT_PIECES = 32
 
 
 @dataclass(frozen=True)
-class LexemeStats:
-    """Estimated document frequencies of the full-text column: ``counts`` for the most common
-    lexemes, ``unlisted`` for any other, out of ``rows`` memories (all zero before ANALYZE)."""
+class QueryTerms:
+    """A query's lexemes in order of first appearance, how many active memories contain each
+    (``counts``), and how many active memories there are (``rows``)."""
 
-    counts: dict[str, float]
-    unlisted: float
-    rows: float
+    terms: list[str]
+    counts: dict[str, int] = field(default_factory=dict)
+    rows: int = 0
 
-    def count(self, term: str) -> float:
-        return self.counts.get(term, self.unlisted)
-
-
-_NO_STATS = LexemeStats({}, 0.0, 0.0)
-_stats_cache: dict[str, tuple[float, LexemeStats]] = {}
+    def count(self, term: str) -> int:
+        return self.counts.get(term, 0)
 
 
-def lexeme_counts_forget() -> None:
-    """Drop this process's cached lexeme statistics (tests, and after a bulk load + ANALYZE)."""
-    _stats_cache.clear()
+_TERMS_SQL = f"""
+WITH query AS (
+    SELECT lexeme, positions[1] AS position FROM unnest(to_tsvector('english', %(text)s))
+    WHERE lexeme <> ALL(%(stop)s) AND length(lexeme) > 1
+    ORDER BY positions[1] LIMIT %(limit)s
+), wanted AS (
+    SELECT lexeme, position FROM query UNION ALL SELECT '', NULL
+)
+SELECT w.lexeme, COALESCE(sum(c.memories), 0), count(c.id)
+FROM wanted w LEFT JOIN {LexemeCount._meta.db_table} c ON c.lexeme = w.lexeme
+GROUP BY w.lexeme, w.position
+ORDER BY w.position NULLS FIRST
+"""
 
 
-def lexeme_stats() -> LexemeStats:
-    """Estimated number of memories containing each lexeme, from the planner's statistics on
-    the full-text column (``pg_stats`` × the table's row estimate, refreshed by
-    ANALYZE/autovacuum); cached per process for a few minutes. Empty before the table has been
-    analysed."""
-    key = connection.settings_dict["NAME"]
-    cached = _stats_cache.get(key)
-    if cached is not None and time.monotonic() - cached[0] < _STATS_TTL:
-        return cached[1]
+def query_terms(text: str, *, limit: int = 10) -> QueryTerms:
+    """The query's distinct lexemes as the database's English configuration makes them (stemmed,
+    its stop words gone, plus a few more stop words that questions are full of; at most
+    ``limit``), each with the number of active memories containing it: one statement."""
+    if not text.strip():
+        return QueryTerms([])
+    with connection.cursor() as cursor:
+        cursor.execute(_TERMS_SQL, {"text": text[:4000], "stop": _EXTRA_STOPWORDS, "limit": limit})
+        rows = cursor.fetchall()
+    spread = [lexeme for lexeme, _, pieces in rows if pieces > COMPACT_PIECES]
+    if spread:
+        lexeme_counts_compact(spread)
+    total = next((int(count) for lexeme, count, _ in rows if lexeme == ""), 0)
+    terms = [(lexeme, int(count)) for lexeme, count, _ in rows if lexeme != ""]
+    return QueryTerms([term for term, _ in terms], dict(terms), total)
+
+
+def keyword_terms(text: str, *, limit: int = 10) -> list[str]:
+    """The query's lexemes (see :func:`query_terms`), without their counts."""
+    return query_terms(text, limit=limit).terms
+
+
+def lexeme_counts_compact(lexemes: list[str] | None = None) -> int:
+    """Fold each lexeme's count pieces (``lexemes``, or every lexeme that has more than one)
+    into a single row; returns the rows removed. Safe beside writers and other compactions:
+    each piece is summed by the one statement that deletes it."""
+    table = LexemeCount._meta.db_table
+    if lexemes is None:
+        chosen, params = f"SELECT lexeme FROM {table} GROUP BY lexeme HAVING count(*) > 1", []
+    else:
+        chosen, params = "SELECT unnest(%s::text[])", [list(lexemes)]
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
-            "FROM pg_stats s JOIN pg_class c ON c.oid = (quote_ident(s.schemaname) || '.' || "
-            "quote_ident(s.tablename))::regclass "
-            "WHERE s.schemaname = current_schema() AND s.tablename = %s AND s.attname = 'search_vector'",
-            [Memory._meta.db_table],
+            f"""
+            WITH gone AS (
+                DELETE FROM {table} WHERE lexeme IN ({chosen}) RETURNING lexeme, memories
+            ), folded AS (
+                INSERT INTO {table} (lexeme, memories)
+                SELECT lexeme, sum(memories) FROM gone GROUP BY lexeme HAVING sum(memories) <> 0
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM gone) - (SELECT count(*) FROM folded)
+            """,
+            params,
         )
-        row = cursor.fetchone()
-    stats = _NO_STATS
-    if row and row[0] and row[2] and row[2] > 0:
-        lexemes, freqs, rows = row[0], row[1], float(row[2])
-        # For a tsvector the frequencies are followed by the least and the greatest of them.
-        least = freqs[len(lexemes)] if len(freqs) > len(lexemes) else min(freqs)
-        stats = LexemeStats(
-            counts={lexeme: freq * rows for lexeme, freq in zip(lexemes, freqs, strict=False)},
-            unlisted=min(least / 2, _UNLISTED_SHARE_MAX) * rows,
-            rows=rows,
-        )
-    _stats_cache[key] = (time.monotonic(), stats)
-    return stats
+        return int(cursor.fetchone()[0])
 
 
-def lexeme_counts() -> dict[str, float]:
-    """Estimated number of memories containing each of the most common lexemes (see
-    :func:`lexeme_stats`)."""
-    return lexeme_stats().counts
+def lexeme_counts(lexemes: list[str]) -> dict[str, int]:
+    """How many active memories contain each of ``lexemes`` (0 for one no memory contains)."""
+    found = dict(
+        LexemeCount.objects.filter(lexeme__in=lexemes).values("lexeme")
+        .annotate(total=Sum("memories")).values_list("lexeme", "total")
+    )
+    return {lexeme: int(found.get(lexeme) or 0) for lexeme in lexemes}
 
 
-def term_weights(terms: list[str]) -> list[float]:
+def term_weights(query: QueryTerms) -> list[float]:
     """Each term's weight in the keyword ranking: its inverse document frequency as BM25 has it,
-    ln(1 + (N − n + 0.5) / (n + 0.5)) with the planner's estimates of n and N, so a rare word
-    counts for more than a common one. Every term weighs 1 before the table has statistics."""
-    if not terms:
-        return []
-    stats = lexeme_stats()
-    if stats.rows <= 0:
-        return [1.0 for _ in terms]
+    ln(1 + (N − n + 0.5) / (n + 0.5)), so a rare word counts for more than a common one. Every
+    term weighs 1 while no memory is stored."""
+    if query.rows <= 0:
+        return [1.0 for _ in query.terms]
     weights = []
-    for term in terms:
-        n = min(stats.count(term), stats.rows)
-        weights.append(math.log(1 + (stats.rows - n + 0.5) / (n + 0.5)))
+    for term in query.terms:
+        n = min(query.count(term), query.rows)
+        weights.append(math.log(1 + (query.rows - n + 0.5) / (n + 0.5)))
     return weights
 
 
-def selective_terms(terms: list[str]) -> list[str]:
+def selective_terms(query: QueryTerms) -> list[str]:
     """The terms that select keyword matches: those in at most ULTRON_SEARCH_KEYWORD_COMMON_ROWS
     memories; if fewer than two are, the rarest two. The rest still count in the ranking."""
-    counts = lexeme_counts()
+    terms = query.terms
     limit = settings.ULTRON_SEARCH_KEYWORD_COMMON_ROWS
-    rare = [term for term in terms if counts.get(term, 0.0) <= limit]
+    rare = [term for term in terms if query.count(term) <= limit]
     if len(rare) >= 2 or len(terms) <= 2:
         return rare or terms
-    rarest = set(sorted(terms, key=lambda term: counts.get(term, 0.0))[:2])
+    rarest = set(sorted(terms, key=query.count)[:2])
     return [term for term in terms if term in rarest]
 
 

@@ -13,9 +13,10 @@ from django.db import connection, transaction
 
 from memories.models import Memory, MemoryType, Tier
 from memories.selectors.keywords import (
+    QueryTerms,
     keyword_query,
-    keyword_terms,
     lexeme_quote,
+    query_terms,
     selective_terms,
     term_weights,
 )
@@ -160,13 +161,13 @@ def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0) -> s
 
 
 def search_params(
-    *, vector: list[float], terms: list[str], tsquery: str, limit: int, min_score: float,
+    *, vector: list[float], terms: QueryTerms, tsquery: str, limit: int, min_score: float,
 ) -> dict[str, Any]:
     """The parameters every ranking statement takes: the query, the ranking knobs from settings."""
     return {
         "query": vector_literal(vector),
         "tsquery": tsquery,
-        **{f"term_{i}": lexeme_quote(term) for i, term in enumerate(terms)},
+        **{f"term_{i}": lexeme_quote(term) for i, term in enumerate(terms.terms)},
         **{f"weight_{i}": weight for i, weight in enumerate(term_weights(terms))},
         "candidates": _candidates(limit),
         "keyword_cap": settings.ULTRON_SEARCH_KEYWORD_CAP,
@@ -209,13 +210,13 @@ def memory_search(
     if mode not in SEARCH_MODES:
         raise ValueError(f"unknown mode {mode!r}")
     condition, params = _search_filters(memory_type=memory_type, tier=tier, tags=tags)
-    terms = keyword_terms(text) if mode != "semantic" else []
+    terms = query_terms(text) if mode != "semantic" else QueryTerms([])
     tsquery = keyword_query(selective_terms(terms))
     if mode == "keyword" and not tsquery:
         return []
     filtered = tier is not None or bool(tags)
     ef = max(settings.ULTRON_SEARCH_FILTERED_EF if filtered else settings.ULTRON_SEARCH_EF, _candidates(limit))
-    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms))
+    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms.terms))
     params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}")

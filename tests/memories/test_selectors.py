@@ -6,10 +6,11 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from django.db import connection, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from memories import selectors
-from memories.models import Memory, Status, Tier
+from memories.models import LexemeCount, Memory, Status, Tier
 from memories.selectors import (
     keyword_terms,
     keywords,
@@ -211,64 +212,82 @@ def test_a_query_stop_word_does_not_turn_a_pair_into_a_single_word_match():
     assert [h.id for h in hits] == [both.pk]
 
 
-def test_common_terms_rank_but_do_not_select(monkeypatch, settings):
+def test_common_terms_rank_but_do_not_select(settings):
     settings.ULTRON_SEARCH_KEYWORD_COMMON_ROWS = 100
-    counts = {"error": 5000.0, "instal": 3000.0, "docker": 50.0}
-    monkeypatch.setattr(keywords, "lexeme_counts", lambda: counts)
-    assert selective_terms(["error", "docker", "compos"]) == ["docker", "compos"]
+    counts = {"error": 5000, "instal": 3000, "docker": 50}
+
+    def query(*terms):
+        return keywords.QueryTerms(list(terms), counts, 10_000)
+
+    assert selective_terms(query("error", "docker", "compos")) == ["docker", "compos"]
     # fewer than two rare terms: the two rarest select
-    assert selective_terms(["error", "instal", "docker"]) == ["instal", "docker"]
-    assert selective_terms(["error", "instal"]) == ["error", "instal"]
+    assert selective_terms(query("error", "instal", "docker")) == ["instal", "docker"]
+    assert selective_terms(query("error", "instal")) == ["error", "instal"]
 
 
-def test_lexeme_counts_come_from_the_planner_statistics():
-    for i in range(60):
-        make(unit(200 + i), content=f"kubernetes ingress note {i}" if i % 2 else f"plain note {i}")
-    selectors.lexeme_counts_forget()
+def test_keyword_counts_are_exact_right_after_a_bulk_load_without_analyze(settings):
+    """A bulk insert (one statement, as an import or a restore makes them) is counted by the
+    database's own triggers: nothing waits for ANALYZE, and the planner's statistics are never
+    read."""
+    Memory.objects.bulk_create([
+        Memory(content=f"kubernetes ingress note {i}" if i % 2 else f"plain note {i}", memory_type="pattern",
+               embedding=unit(200 + i), content_hash=f"bulk{i}")
+        for i in range(60)
+    ])
+    terms = selectors.query_terms("Kubernetes notes on healthchecks")
+    assert terms.terms == ["kubernet", "note", "healthcheck"]
+    assert terms.counts == {"kubernet": 30, "note": 60, "healthcheck": 0}
+    assert terms.rows == 60
+    settings.ULTRON_SEARCH_KEYWORD_COMMON_ROWS = 40
+    assert selective_terms(terms) == ["kubernet", "healthcheck"]  # "note" is in every memory
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-    counts = selectors.lexeme_counts()
-    selectors.lexeme_counts_forget()
-    assert counts["note"] == pytest.approx(60, rel=0.05)
-    assert counts["kubernet"] == pytest.approx(30, rel=0.1)
+        cursor.execute("SELECT count(*) FROM pg_stats WHERE tablename = 'memories_memory'")
+        assert cursor.fetchone()[0] == 0  # never analysed: the counts above did not come from there
 
 
-def test_lexeme_statistics_are_cached_per_process():
-    make(unit(360), content="kubernetes ingress note")
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-    first = keywords.lexeme_stats()
-    assert first.rows >= 1 and "kubernet" in first.counts
-    assert keywords.lexeme_stats() is first  # not read again: the next test must not inherit it
+def test_keyword_counts_follow_archive_restore_edit_and_delete():
+    note = make(unit(370), content="kubernetes ingress note")
+    make(unit(371), content="kubernetes pod note")
+    counts = lambda: selectors.query_terms("kubernetes ingress pod note")  # noqa: E731
+    assert counts().counts == {"kubernet": 2, "ingress": 1, "pod": 1, "note": 2} and counts().rows == 2
+    Memory.objects.filter(pk=note.pk).update(status=Status.ARCHIVED)
+    assert counts().counts == {"kubernet": 1, "ingress": 0, "pod": 1, "note": 1} and counts().rows == 1
+    Memory.objects.filter(pk=note.pk).update(status=Status.ACTIVE, content="helm ingress")
+    assert counts().counts == {"kubernet": 1, "ingress": 1, "pod": 1, "note": 1} and counts().rows == 2
+    Memory.objects.filter(pk=note.pk).update(hit_count=5, tier=Tier.HOT)  # counts nothing, calls nothing
+    assert counts().counts["ingress"] == 1
+    Memory.objects.filter(pk=note.pk).delete()
+    assert counts().counts == {"kubernet": 1, "ingress": 0, "pod": 1, "note": 1} and counts().rows == 1
 
 
-def test_each_test_starts_without_cached_lexeme_statistics():
-    """Runs after the test above (file order), which leaves statistics of its own rows cached:
-    the autouse fixture in tests/conftest.py drops them between tests."""
-    assert keywords._stats_cache == {}
+def test_keyword_count_pieces_are_folded_by_a_search_that_reads_them():
+    for i in range(keywords.COMPACT_PIECES + 3):
+        make(unit(500 + i), content=f"flaky healthcheck {i}")
+    pieces = lambda: LexemeCount.objects.filter(lexeme="healthcheck").count()  # noqa: E731
+    assert pieces() == keywords.COMPACT_PIECES + 3
+    assert selectors.query_terms("healthcheck").counts == {"healthcheck": keywords.COMPACT_PIECES + 3}
+    assert pieces() == 1 and LexemeCount.objects.filter(lexeme="").count() == 1
+    assert selectors.query_terms("healthcheck").counts == {"healthcheck": keywords.COMPACT_PIECES + 3}
+    assert selectors.lexeme_counts_compact() > 0  # the pipeline step folds every other word
+    assert not LexemeCount.objects.values("lexeme").annotate(n=Count("id")).filter(n__gt=1).exists()
+    assert selectors.lexeme_counts(["flaki", "healthcheck", "zzz"]) == {
+        "flaki": keywords.COMPACT_PIECES + 3, "healthcheck": keywords.COMPACT_PIECES + 3, "zzz": 0}
 
 
 def test_a_rare_query_word_weighs_more_than_a_common_one():
     for i in range(40):
         make(unit(300 + i), content=f"deploy log entry {i}")
     make(unit(350), content="flaky healthcheck on the staging box")
-    selectors.lexeme_counts_forget()
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-    try:
-        stats = keywords.lexeme_stats()
-        assert stats.rows == pytest.approx(41, abs=1)
-        assert stats.count("healthcheck") <= stats.count("deploy")
-        deploy, healthcheck, unseen = keywords.term_weights(["deploy", "healthcheck", "zzunseen"])
-        assert deploy < healthcheck <= unseen
-        assert deploy > 0
-    finally:
-        selectors.lexeme_counts_forget()
+    terms = keywords.QueryTerms(["deploy", "healthcheck", "zzunseen"],
+                                selectors.lexeme_counts(["deploy", "healthcheck", "zzunseen"]), 41)
+    assert selectors.query_terms("deploy").rows == 41
+    deploy, healthcheck, unseen = keywords.term_weights(terms)
+    assert deploy < healthcheck < unseen
+    assert deploy > 0
 
 
-def test_every_term_weighs_the_same_before_the_table_has_statistics(monkeypatch):
-    monkeypatch.setattr(keywords, "lexeme_stats", lambda: keywords.LexemeStats({}, 0.0, 0.0))
-    assert keywords.term_weights(["docker", "compos"]) == [1.0, 1.0]
+def test_every_term_weighs_the_same_while_no_memory_is_stored():
+    assert keywords.term_weights(selectors.query_terms("docker compose")) == [1.0, 1.0]
 
 
 def test_keyword_matches_rank_by_the_weight_of_the_words_they_share(monkeypatch):
@@ -277,7 +296,7 @@ def test_keyword_matches_rank_by_the_weight_of_the_words_they_share(monkeypatch)
     common = make(unit(401, query, 0.01), content="docker build failing again")
     rare = make(unit(402), content="healthcheck failing again")
     weights = {"docker": 0.5, "healthcheck": 4.0, "fail": 0.5}
-    monkeypatch.setattr(search_module, "term_weights", lambda terms: [weights.get(t, 1.0) for t in terms])
+    monkeypatch.setattr(search_module, "term_weights", lambda query: [weights.get(t, 1.0) for t in query.terms])
     hits = memory_search(vector=list(query), mode="keyword", text="docker healthcheck failing")
     assert [h.id for h in hits] == [rare.pk, common.pk]
 

@@ -141,9 +141,9 @@ def test_memory_search_queries_do_not_grow_with_rows(api, agent, django_assert_m
         assert response.json()["count"] == min(n, 100)
         return response
 
-    # auth (1-2), the rate limit, the query's lexemes, their row estimates from pg_stats (cached
-    # per process for a few minutes, so not always made), SAVEPOINT, SET LOCAL hnsw.ef_search, the hybrid
-    # search, RELEASE, the hit counts' UPDATE
+    # auth (1-2), the rate limit, the query's lexemes with their counts, the fold of a word's
+    # count pieces (only when one is spread over many), SAVEPOINT, SET LOCAL hnsw.ef_search, the
+    # hybrid search, RELEASE, the hit counts' UPDATE
     _assert_flat(django_assert_max_num_queries, 10,
                  lambda a, b: _memories(a, b, agent=agent, around=query), call)
 
