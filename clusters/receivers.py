@@ -13,8 +13,8 @@ from memories import signals
 
 
 @receiver(signals.memory_added, dispatch_uid="clusters.memory_added")
-def memory_added(*, memory_id: Any, **_: Any) -> None:
-    services.cluster_assign(memory_id=memory_id)
+def memory_added(*, memory_id: Any, memory: Any = None, **_: Any) -> None:
+    services.cluster_assign(memory_id=memory_id, memory=memory)
 
 
 @receiver(signals.memory_changed, dispatch_uid="clusters.memory_changed")

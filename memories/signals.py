@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from django.dispatch import Signal
 
-#: A new active memory was stored (not a merge into an existing one). Args: ``memory_id``.
+#: A new active memory was stored (not a merge into an existing one). Args: ``memory_id``, and
+#: ``memory``: the stored row itself (with its embedding), so receivers need not read it again.
 memory_added = Signal()
 
 #: An active memory's embedding changed (merge rewrote its body, a curator edited it) or an

@@ -41,21 +41,22 @@ def _centroid_shift(cluster_id: int, *, add: Any = None, subtract: Any = None, m
         )
 
 
-def nearest_cluster(vector: Any, *, exclude: int | None = None) -> tuple[int, float] | None:
+def nearest_cluster(vector: Any, *, exclude: int | None = None, ef_set: bool = False) -> tuple[int, float] | None:
     """The non-empty cluster whose centroid is nearest to ``vector`` (id, cosine similarity),
     through the centroid HNSW index.
 
     Every centroid update leaves a dead entry in that index until VACUUM, and pgvector 0.6
     drops invisible rows only after its index scan: near a busy cluster, the nearest
     ``hnsw.ef_search`` entries can all be dead, and the scan then finds nothing. So the scan
-    looks wider than the default, and when it still finds nothing (while clusters exist) the
-    exact scan answers."""
+    looks wider than the default (``ef_set``: the caller has already set it for this
+    transaction), and when it still finds nothing (while clusters exist) the exact scan answers."""
     literal = vector_literal(vector)
     table = KnowledgeCluster._meta.db_table
     where = "member_count > 0" + ("" if exclude is None else " AND id <> %s")
     extra = [] if exclude is None else [exclude]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', '100', true)")
+        if not ef_set:
+            cursor.execute(_WIDE_SCAN)
         cursor.execute(
             f"SELECT id, 1 - (centroid <=> %s::vector) FROM {table} WHERE {where} ORDER BY centroid <=> %s::vector LIMIT 1",
             [literal, *extra, literal],
@@ -72,27 +73,47 @@ def nearest_cluster(vector: Any, *, exclude: int | None = None) -> tuple[int, fl
     return (int(row[0]), float(row[1])) if row is not None and row[1] is not None else None
 
 
-def cluster_assign(*, memory_id: Any) -> KnowledgeCluster | None:
-    """Put an active memory into the nearest cluster (cosine ≥ threshold) or a new one."""
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ASSIGN_LOCK])
-        memory = Memory.objects.filter(pk=memory_id, status=Status.ACTIVE).only(
-            "pk", "embedding", "content", "context", "summary_l0").first()
-        if memory is None or ClusterMember.objects.filter(memory_id=memory_id).exists():
-            return None
-        row = nearest_cluster(memory.embedding)
+_WIDE_SCAN = "SELECT set_config('hnsw.ef_search', '100', true)"
+
+
+def cluster_assign(*, memory_id: Any, memory: Memory | None = None) -> int | None:
+    """Put an active memory into the nearest cluster (cosine ≥ threshold) or a new one; returns
+    the cluster's id, or None if the memory is not active or already has a cluster.
+
+    ``memory``: the memory itself, with its embedding, content and context, when the caller has
+    just stored it in this transaction (the upload): then it is known to be active and without a
+    cluster, and is not read again. Joining a cluster is three statements: the lock (with the
+    wider index scan), the nearest centroid, and the centroid's shift with the member row."""
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(f"SELECT pg_advisory_xact_lock(%s), ({_WIDE_SCAN})", [_ASSIGN_LOCK])
+        if memory is None:
+            memory = Memory.objects.filter(
+                pk=memory_id, status=Status.ACTIVE, cluster_member__isnull=True,
+            ).only("pk", "embedding", "content", "context").first()
+            if memory is None:
+                return None
+        row = nearest_cluster(memory.embedding, ef_set=True)
         if row is not None and row[1] is not None and row[1] >= model_thresholds().cluster:
             cluster_id, similarity = row
-            _centroid_shift(cluster_id, add=memory.embedding, members=1)
-            ClusterMember.objects.create(cluster_id=cluster_id, memory=memory, vector=memory.embedding,
-                                         similarity=float(similarity))
-            return KnowledgeCluster.objects.get(pk=cluster_id)
+            literal = vector_literal(memory.embedding)
+            cursor.execute(
+                f"""
+                WITH shifted AS (
+                    UPDATE {KnowledgeCluster._meta.db_table}
+                    SET centroid = centroid + %s::vector, member_count = member_count + 1, updated_at = now()
+                    WHERE id = %s RETURNING id
+                )
+                INSERT INTO {ClusterMember._meta.db_table} (cluster_id, memory_id, vector, similarity, joined_at)
+                SELECT id, %s, %s::vector, %s, now() FROM shifted
+                """,
+                [literal, cluster_id, memory.pk, literal, float(similarity)],
+            )
+            return cluster_id
         cluster = KnowledgeCluster.objects.create(
             topic=_offline_topic([memory.content, memory.context])[:200], centroid=memory.embedding, member_count=1,
         )
         ClusterMember.objects.create(cluster=cluster, memory=memory, vector=memory.embedding, similarity=1.0)
-        return cluster
+        return cluster.pk
 
 
 def cluster_member_remove(*, memory_id: Any) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
+from django.db.models import Value
 from pgvector.django import CosineDistance
 
 from memories.judgements.prompts import llm_available
@@ -48,21 +49,19 @@ def memory_find_duplicate(
     context, resolution joined by newlines). ``exclude``: a memory to leave out (an edited
     memory is checked against the others).
     """
-    active = Memory.objects.defer(*LIST_FIELDS_DEFERRED).filter(status=Status.ACTIVE)
+    active = (Memory.objects.defer(*LIST_FIELDS_DEFERRED).filter(status=Status.ACTIVE)
+              .annotate(distance=CosineDistance("embedding", vector)))
     if exclude is not None:
         active = active.exclude(pk=exclude)
-    exact = (
-        active.filter(content_hash=body_hash)
-        .order_by("created_at")
-        .first()
-    )
-    if exact is not None:
-        return [DuplicateMatch(exact, 1.0, "exact")]
+    # One statement: the oldest memory with the same body, then the nearest five.
+    exact = active.filter(content_hash=body_hash).annotate(exact=Value(True)).order_by("created_at")[:1]
+    nearest = active.annotate(exact=Value(False)).order_by("distance")[:5]
+    found = list(exact.union(nearest, all=True))
+    for row in found:
+        if row.exact:
+            return [DuplicateMatch(row, 1.0, "exact")]
     limits = model_thresholds()
-    neighbours = list(
-        active.annotate(distance=CosineDistance("embedding", vector))
-        .order_by("distance")[:5]
-    )
+    neighbours = sorted(found, key=lambda row: row.distance)
     candidates: list[DuplicateMatch] = []
     judged = 0
     for neighbour in neighbours:

@@ -25,7 +25,8 @@ class EmbeddingSpaceMismatch(RuntimeError):
 _verified_space: tuple[str, str, int, int] | None = None
 
 
-def _configured_space() -> tuple[str, str, int, int]:
+def configured_space() -> tuple[str, str, int, int]:
+    """The embedding space this process embeds in: provider, model, dimensions, text format."""
     embedder = get_embedder()
     return embedder.provider, embedder.model, embedder.dimensions, EMBEDDING_TEXT_FORMAT
 
@@ -40,7 +41,7 @@ def embedding_space_ensure() -> None:
     """Make sure stored vectors and the configured embedder agree; adopt the configuration
     while nothing is stored yet. Raises :class:`EmbeddingSpaceMismatch` otherwise."""
     global _verified_space
-    wanted = _configured_space()
+    wanted = configured_space()
     if _verified_space == wanted:
         return
     provider, model, dims, text_format = wanted
@@ -97,7 +98,7 @@ def memories_reembed(*, batch_size: int = 256, progress: Any = None) -> int:
     the new embedding space. A new dimension is filled into a fresh column that replaces the
     old one at the end, all in one transaction: a failure leaves the old vectors in place."""
     global _verified_space
-    provider, model, dims, text_format = _configured_space()
+    provider, model, dims, text_format = configured_space()
     embedder = get_embedder()
     table = Memory._meta.db_table
     total = Memory.objects.count()

@@ -4,8 +4,13 @@ one, a details read two), so the tiers follow what proves useful."""
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from django.conf import settings
 
@@ -13,7 +18,7 @@ from memories import selectors
 from memories.models import Memory
 from memories.redaction import redact
 from memories.selectors import AssembledContext, SearchHit
-from memories.services.embedding_space import embed_texts
+from memories.services.embedding_space import configured_space, embed_texts
 from memories.services.inputs import tags_normalise
 from memories.services.tiers import DETAILS_HIT, SEARCH_HIT, memory_hits_record
 
@@ -22,6 +27,41 @@ from memories.services.tiers import DETAILS_HIT, SEARCH_HIT, memory_hits_record
 class SearchOutcome:
     hits: list[SearchHit]
     mode: str
+
+
+# Recent queries, redacted and embedded, per process: an agent repeating a question, or many
+# agents asking the same one, costs neither redaction nor embedding again. Keyed by a digest of
+# the query as sent and the configured embedding space; the raw query itself is not kept.
+QUERY_CACHE_SIZE = 512
+_query_cache: OrderedDict[tuple, tuple[str, np.ndarray | None]] = OrderedDict()
+_query_cache_lock = threading.Lock()
+
+
+def query_cache_forget() -> None:
+    """Drop the cached query embeddings (tests; a process sees a settings change this way)."""
+    with _query_cache_lock:
+        _query_cache.clear()
+
+
+def query_prepare(query: str) -> tuple[str, list[float] | None]:
+    """The query redacted (what the keyword side matches) and its embedding (None for an empty
+    query), from the cache when this process has seen the same query in the same space."""
+    key = (hashlib.blake2b(query.encode("utf-8", "surrogatepass"), digest_size=16).digest(), configured_space())
+    with _query_cache_lock:
+        cached = _query_cache.get(key)
+        if cached is not None:
+            _query_cache.move_to_end(key)
+    if cached is None:
+        text = redact(query).text if query.strip() else ""
+        vector = (np.asarray(embed_texts([selectors.query_embedding_text(text)])[0], dtype=np.float32)
+                  if text else None)
+        cached = (text, vector)
+        with _query_cache_lock:
+            _query_cache[key] = cached
+            while len(_query_cache) > QUERY_CACHE_SIZE:
+                _query_cache.popitem(last=False)
+    text, vector = cached
+    return text, (vector.tolist() if vector is not None else None)
 
 
 def memories_search(
@@ -37,8 +77,9 @@ def memories_search(
     """Active memories for a query (redacted before it is embedded or matched), ranked, each
     counted as hit; ``mode`` defaults to ``ULTRON_SEARCH_MODE``."""
     mode = mode or settings.ULTRON_SEARCH_MODE
-    text = redact(query).text
-    vector = embed_texts([selectors.query_embedding_text(text)])[0]
+    text, vector = query_prepare(query)
+    if vector is None:  # nothing to search for: the API refuses blank queries before this
+        return SearchOutcome([], mode)
     hits = selectors.memory_search(
         vector=vector, limit=limit, memory_type=memory_type, tier=tier, tags=tags_normalise(tags or []),
         min_score=min_score, mode=mode, text=text,
@@ -65,8 +106,7 @@ def context_build(
     """A prompt-ready block of shared knowledge within ``token_budget``: HOT memories, then
     those relevant to ``query``. Only the relevant ones count as hits: HOT ones are included for
     every caller, and counting them would keep them HOT forever."""
-    text = redact(query.strip()).text if query.strip() else ""
-    vector = embed_texts([selectors.query_embedding_text(text)])[0] if text else None
+    text, vector = query_prepare(query.strip())
     assembled = selectors.context_assemble(
         vector=vector, token_budget=token_budget, memory_type=memory_type, tags=tags_normalise(tags or []),
         text=text,
@@ -78,7 +118,8 @@ def context_build(
 def memories_rank(*, query: str, limit: int = 200) -> list[Any]:
     """The ids of active memories in the order an agent's search would rank them (the
     default search mode), without counting hits: for people browsing in the admin site."""
-    text = redact(query).text
-    vector = embed_texts([selectors.query_embedding_text(text)])[0]
+    text, vector = query_prepare(query)
+    if vector is None:
+        return []
     hits = selectors.memory_search(vector=vector, limit=limit, mode=settings.ULTRON_SEARCH_MODE, text=text)
     return [hit.id for hit in hits]

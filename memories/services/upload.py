@@ -164,7 +164,7 @@ def _funnel(
                 # Clusters last: every writer takes the memory rows before the cluster row
                 # (a candidate's foreign key locks the memory it names), or an edit of that
                 # memory, holding it and waiting for the cluster, would deadlock with us.
-                signals.memory_added.send(sender=Memory, memory_id=result.memory.pk)
+                signals.memory_added.send(sender=Memory, memory_id=result.memory.pk, memory=result.memory)
                 if on_stored:
                     on_stored(result)
                 break

@@ -1,0 +1,49 @@
+"""How many SQL statements one upload makes, counted on the path most uploads take: a new
+memory with no duplicate and no merge candidate, joining an existing cluster. Counted at the
+service (the API adds its token lookup and the rate limit's upsert)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from clusters.models import ClusterMember
+from memories import services
+from memories.models import LexemeCount, MergeCandidate
+
+pytestmark = pytest.mark.django_db
+
+FIRST = "pytest cannot import the package under src/: ModuleNotFoundError at collection"
+# Same subject (one cluster), not the same lesson (below the merge-candidate band).
+SECOND = "Set pythonpath in pytest.ini so tests can import the application code"
+
+
+def _statements(queries: list[dict]) -> list[str]:
+    """The statements that do work: savepoints exist only because the test runs in a transaction."""
+    return [q["sql"] for q in queries if not q["sql"].upper().startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+
+
+def test_a_new_memory_joining_a_cluster_takes_six_statements():
+    first = services.memory_upload(content=FIRST)
+    with CaptureQueriesContext(connection) as captured:
+        second = services.memory_upload(content=SECOND)
+    assert not second.merged and second.candidates == []
+    assert not MergeCandidate.objects.exists()
+    assert ClusterMember.objects.get(memory=second.memory).cluster_id == ClusterMember.objects.get(
+        memory=first.memory).cluster_id
+    statements = _statements(captured.captured_queries)
+    # the duplicate lock; the same body or the nearest five (one statement); the insert (its
+    # keyword counts are written by the database's trigger, no statement of ours); the cluster
+    # lock with the wider index scan; the nearest centroid; the centroid's shift with the member row
+    assert len(statements) == 6, "\n".join(statements)
+    assert LexemeCount.objects.filter(lexeme="pythonpath").exists()
+
+
+def test_a_repeated_upload_merges_in_a_bounded_number_of_statements():
+    services.memory_upload(content=FIRST)
+    with CaptureQueriesContext(connection) as captured:
+        again = services.memory_upload(content=FIRST)
+    assert again.merged and again.match_reason == "exact"
+    # the lock; the lookup; the row locked; the contribution; the counters; the row read back
+    assert len(_statements(captured.captured_queries)) == 6, "\n".join(_statements(captured.captured_queries))
