@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-
 from django.conf import settings
 
 from memories import selectors
