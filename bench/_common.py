@@ -134,3 +134,23 @@ def sts_sentences(limit: int) -> list[str]:
             if len(seen) >= limit:
                 return list(seen)[:limit]
     return list(seen)[:limit]
+
+
+def bench_texts(limit: int) -> list[str]:
+    """Distinct real texts to load and query: the STS Benchmark sentences when ../shared/eval is
+    present, otherwise the project's own labelled memories and technical lines (tests/data,
+    about 1,600 texts written from real shapes), so the speed benches run in any checkout."""
+    if eval_path("paraphrase", "stsbenchmark") is not None:
+        return sts_sentences(limit)
+    data = Path(__file__).resolve().parent.parent / "tests" / "data"
+    seen: dict[str, None] = {}
+    for name in ("cluster_topics.jsonl", "memory_types.jsonl"):
+        for line in (data / name).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            for key in ("content", "resolution"):
+                if isinstance(row.get(key), str) and row[key].strip():
+                    seen.setdefault(row[key].strip(), None)
+    for line in (data / "ordinary_lines.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            seen.setdefault(line.strip(), None)
+    return list(seen)[:limit]

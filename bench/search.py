@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import (  # noqa: E402
     bench_database,
+    bench_texts,
     django_setup,
     eval_path,
     print_table,
     progress,
-    sts_sentences,
     write_results,
 )
 
@@ -46,7 +46,7 @@ def percentiles(values: list[float]) -> tuple[float, float, float]:
 
 
 def corpus_texts(limit: int) -> list[str]:
-    texts = sts_sentences(limit // 2)
+    texts = bench_texts(limit // 2)
     path = eval_path("locomo", "locomo10.json")
     if path is not None:
         for sample in json.loads(path.read_text()):

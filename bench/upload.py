@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import (  # noqa: E402
     Timer,
     bench_database,
+    bench_texts,
     django_setup,
     print_table,
-    sts_sentences,
     write_results,
 )
 
@@ -92,7 +92,7 @@ def main() -> None:
 
     clients = [int(c) for c in args.clients.split(",") if c.strip()]
     sizes = [int(b) for b in args.batches.split(",") if b.strip() and int(b) > 0]
-    texts = sts_sentences(args.n * (1 + len(clients) + len(sizes)))
+    texts = bench_texts(args.n * (1 + len(clients) + len(sizes)))
     embedder = get_embedder()
     embedder.embed(["warm-up"])
     sample = texts[: args.n]

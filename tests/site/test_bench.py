@@ -25,6 +25,9 @@ EVAL = eval_dir()
 README = (ROOT / "bench" / "README.md").read_text()
 # Timing ratios measured on a loaded machine may fall this far below the documented ones.
 SHARED_CPU_MARGIN = 3
+# The hot paths' ratios (upload funnel against embedding, both timed in the same run): a
+# slowdown of the path by more than this fails.
+SLOWDOWN_MARGIN = 2
 
 
 def documented(pattern: str) -> list[float]:
@@ -45,15 +48,18 @@ def _run(*args: str) -> dict:
     return json.loads(last)
 
 
-@pytest.mark.skipif(not (EVAL / "paraphrase").exists(), reason="../shared/eval not present")
-def test_upload_bench_holds_its_ratio_to_embedding():
-    """The funnel against embedding alone, one text at a time, in the same run: documented 0.17
-    (1 client). Everything the funnel adds must not cost several embeddings more. 40 uploads:
-    the first ones load the classifier and the redaction models, which 8 would be all about."""
+def test_upload_bench_holds_its_ratios_to_embedding():
+    """The funnel against embedding alone in the same run (one text at a time for single
+    uploads, batches for the batch upload), held within 2× of the documented ratios: everything
+    the funnel adds must not become several embeddings more. 40 uploads: the first ones load the
+    classifier and the redaction models, which 8 would be all about. Runs on the project's own
+    texts when ../shared/eval is absent (the ratio is about the path, not the texts)."""
     [ratio] = documented(r"ratio to single-text embedding \| \*\*([\d.]+)\*\* \(1 client\)")
-    figures = _run("bench/upload.py", "--n", "40", "--clients", "1")
+    [batch_ratio] = documented(r"batch ratio to batched embedding \| \*\*([\d.]+)\*\* \(batches of 20\)")
+    figures = _run("bench/upload.py", "--n", "40", "--clients", "1", "--batches", "20")
     assert figures["n"] == 40
-    assert figures["funnel_1_ratio"] >= ratio / SHARED_CPU_MARGIN, figures
+    assert figures["funnel_1_ratio"] >= ratio / SLOWDOWN_MARGIN, figures
+    assert figures["batch_20_ratio"] >= batch_ratio / SLOWDOWN_MARGIN, figures
 
 
 @pytest.mark.skipif(not (EVAL / "pii").exists(), reason="../shared/eval not present")
@@ -145,7 +151,6 @@ def test_rebalance_bench_beats_the_loop_and_updates_in_place():
     assert figures["indexed_hot_updates"] == figures["indexed_changed"] - figures["indexed_archived"], figures
 
 
-@pytest.mark.skipif(not (EVAL / "paraphrase").exists(), reason="../shared/eval not present")
 def test_search_bench_runs_on_the_hnsw_indexes_with_the_documented_recall():
     """The service's query runs on the HNSW indexes (the whole table is not read and sorted),
     recall is measured on the index against a real exact scan, and both hold as at 100k. The
