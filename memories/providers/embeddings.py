@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from django.conf import settings
 
+from memories.batching import BatchingEncoder
 from memories.providers.cache import ProviderCache
 
 logger = logging.getLogger("ultron.embeddings")
@@ -38,89 +39,6 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32)
-
-
-class _Request:
-    __slots__ = ("pieces", "vectors", "error", "done")
-
-    def __init__(self, pieces: list[str]) -> None:
-        self.pieces = pieces
-        self.vectors: np.ndarray | None = None
-        self.error: BaseException | None = None
-        self.done = False
-
-
-class BatchingEncoder:
-    """Runs ``encode`` for several threads at once, in one batch.
-
-    The model must not be called from two threads at a time, and on a CPU one batch of n texts
-    costs far less than n calls. So a caller that finds the model busy queues its texts; when
-    the model is free, one of the waiting callers encodes everything queued (up to
-    ``max_pieces``) in a single batch and hands each caller its rows. A lone caller never waits.
-    """
-
-    def __init__(self, encode, *, max_pieces: int) -> None:
-        self._encode = encode
-        self._max_pieces = max(1, max_pieces)
-        self._cond = threading.Condition()
-        self._pending: list[_Request] = []
-        self._busy = False
-        self.batches = 0  # how many batches ran (for tests and benchmarks)
-
-    def __call__(self, pieces: list[str]) -> np.ndarray:
-        request = _Request(pieces)
-        with self._cond:
-            self._pending.append(request)
-            while self._busy and not request.done:
-                self._cond.wait()
-            if request.done:
-                return self._result(request)
-            self._busy = True
-        try:
-            while not request.done:
-                with self._cond:
-                    batch: list[_Request] = []
-                    count = 0
-                    while self._pending and (not batch or count + len(self._pending[0].pieces) <= self._max_pieces):
-                        taken = self._pending.pop(0)
-                        batch.append(taken)
-                        count += len(taken.pieces)
-                self._run(batch)
-        finally:
-            with self._cond:
-                self._busy = False
-                self._cond.notify_all()
-        return self._result(request)
-
-    def waiting(self) -> int:
-        """How many callers' texts are queued for the model right now (tests and benchmarks)."""
-        with self._cond:
-            return len(self._pending)
-
-    def _run(self, batch: list[_Request]) -> None:
-        pieces = [piece for item in batch for piece in item.pieces]
-        try:
-            vectors = self._encode(pieces)
-            error = None
-        except BaseException as exc:  # handed to every caller of the batch
-            vectors, error = None, exc
-        with self._cond:
-            self.batches += 1
-            start = 0
-            for item in batch:
-                if error is None:
-                    item.vectors = vectors[start : start + len(item.pieces)]
-                item.error = error
-                item.done = True
-                start += len(item.pieces)
-            self._cond.notify_all()
-
-    @staticmethod
-    def _result(request: _Request) -> np.ndarray:
-        if request.error is not None:
-            raise request.error
-        assert request.vectors is not None
-        return request.vectors
 
 
 class LocalEmbedder:

@@ -365,3 +365,41 @@ def test_every_credential_family_is_kept_out_of_every_table_whatever_the_way_in(
     everything = _all_table_text()
     leaked = [(case["family"], case["secret"]) for case in one_per_family if case["secret"] in everything]
     assert not leaked, leaked
+
+
+def test_concurrent_redactions_share_one_spacy_pass(monkeypatch):
+    """Requests redacting at the same moment (gunicorn threads) wait for the one spaCy pass in
+    progress, then go through the model together; each gets its own findings."""
+    import threading
+    import time
+
+    from memories.redaction import presidio_engine
+
+    texts = [f"Ask Maria Gonzalez about deploy {i}, she owns the staging box" for i in range(6)]
+    expected = [redact(text).text for text in texts]
+    batcher = presidio_engine._spacy_pass
+    real, release, calls = batcher._encode, threading.Event(), []
+
+    def held(batch):
+        calls.append(len(batch))
+        if len(calls) == 1:
+            release.wait(10)  # the first pass is slow: the others queue behind it
+        return real(batch)
+
+    monkeypatch.setattr(batcher, "_encode", held)
+    results: dict[int, str] = {}
+    first = threading.Thread(target=lambda: results.__setitem__(0, redact(texts[0]).text))
+    first.start()
+    deadline = time.monotonic() + 10
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.005)
+    others = [threading.Thread(target=lambda i=i: results.__setitem__(i, redact(texts[i]).text)) for i in range(1, 6)]
+    for thread in others:
+        thread.start()
+    while batcher.waiting() < 5 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    release.set()
+    for thread in [first, *others]:
+        thread.join(10)
+    assert [results[i] for i in range(6)] == expected
+    assert calls == [1, 5]
