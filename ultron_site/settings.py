@@ -396,8 +396,9 @@ ULTRON_SEARCH_KEYWORD_COMMON_ROWS = env_int(
          "does not select them.",
 )
 ULTRON_SEARCH_EF = env_int(
-    "ULTRON_SEARCH_EF", 100, minimum=10, maximum=1000, group="tuning",
-    help="HNSW ef_search of plain semantic searches (higher: better recall, slower).",
+    "ULTRON_SEARCH_EF", 200, minimum=10, maximum=1000, group="tuning",
+    help="HNSW ef_search of plain semantic searches (higher: better recall, slower). 200 by "
+         "measurement at 1M memories: recall@10 0.979 against exact (100: 0.942; 300 and 400 no better).",
 )
 ULTRON_SEARCH_FILTERED_EF = env_int(
     "ULTRON_SEARCH_FILTERED_EF", 400, minimum=10, maximum=1000, group="tuning",

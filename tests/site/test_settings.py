@@ -283,7 +283,7 @@ def test_every_variable_has_a_group_help_and_a_reference_entry():
         assert f"| `{name}` |" in docs, name
         assert re.search(rf"^(# )?{name}=", example, re.M), name
     tuning = [line for line in example.splitlines() if "ULTRON_SEARCH_EF=" in line]
-    assert tuning == ["# ULTRON_SEARCH_EF=100"]  # tuning knobs: last, commented out
+    assert tuning == ["# ULTRON_SEARCH_EF=200"]  # tuning knobs: last, commented out
 
 
 def test_every_pipeline_step_resolves_to_a_function():
