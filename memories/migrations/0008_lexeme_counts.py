@@ -2,7 +2,8 @@
 inserts and deletes (a bulk load is counted per statement, not per row), a row trigger for the
 updates that change what counts (status or words: the WHEN clause skips hit counters and tier
 moves without calling anything), a truncate trigger, and the counts of the memories already
-stored."""
+stored. Idempotent (functions replaced, triggers dropped first): a restore of a backup older than
+this migration leaves the functions of the database it replaced behind."""
 
 from django.db import migrations, models
 
@@ -15,19 +16,19 @@ _PIECES = """
 """
 
 FORWARD = f"""
-CREATE FUNCTION memories_lexemes_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION memories_lexemes_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 {_PIECES.format(sign="", rows="added")}
     RETURN NULL;
 END $$;
 
-CREATE FUNCTION memories_lexemes_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION memories_lexemes_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 {_PIECES.format(sign="-", rows="removed")}
     RETURN NULL;
 END $$;
 
-CREATE FUNCTION memories_lexemes_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION memories_lexemes_updated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO memories_lexemecount (lexeme, memories)
     SELECT lexeme, sum(delta) FROM (
@@ -39,19 +40,23 @@ BEGIN
     RETURN NULL;
 END $$;
 
-CREATE FUNCTION memories_lexemes_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION memories_lexemes_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM memories_lexemecount;
     RETURN NULL;
 END $$;
 
+DROP TRIGGER IF EXISTS memories_lexemes_insert ON memories_memory;
 CREATE TRIGGER memories_lexemes_insert AFTER INSERT ON memories_memory
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memories_lexemes_inserted();
+DROP TRIGGER IF EXISTS memories_lexemes_delete ON memories_memory;
 CREATE TRIGGER memories_lexemes_delete AFTER DELETE ON memories_memory
     REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memories_lexemes_deleted();
+DROP TRIGGER IF EXISTS memories_lexemes_update ON memories_memory;
 CREATE TRIGGER memories_lexemes_update AFTER UPDATE ON memories_memory FOR EACH ROW
     WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.search_vector IS DISTINCT FROM NEW.search_vector)
     EXECUTE FUNCTION memories_lexemes_updated();
+DROP TRIGGER IF EXISTS memories_lexemes_truncate ON memories_memory;
 CREATE TRIGGER memories_lexemes_truncate AFTER TRUNCATE ON memories_memory
     FOR EACH STATEMENT EXECUTE FUNCTION memories_lexemes_truncated();
 
