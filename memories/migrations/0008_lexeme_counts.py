@@ -1,7 +1,9 @@
 """Keyword counts kept by the database (memories.models.LexemeCount): statement triggers for
 inserts and deletes (a bulk load is counted per statement, not per row), a row trigger for the
 updates that change what counts (status or words: the WHEN clause skips hit counters and tier
-moves without calling anything), a truncate trigger, and the counts of the memories already
+moves without calling anything; a statement that counts its own changes, the tier rebalance
+archiving thousands of rows at once, sets ``ultron.lexemes_counted`` for its transaction), a
+truncate trigger, and the counts of the memories already
 stored. Idempotent (functions replaced, triggers dropped first): a restore of a backup older than
 this migration leaves the functions of the database it replaced behind."""
 
@@ -54,7 +56,8 @@ CREATE TRIGGER memories_lexemes_delete AFTER DELETE ON memories_memory
     REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memories_lexemes_deleted();
 DROP TRIGGER IF EXISTS memories_lexemes_update ON memories_memory;
 CREATE TRIGGER memories_lexemes_update AFTER UPDATE ON memories_memory FOR EACH ROW
-    WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.search_vector IS DISTINCT FROM NEW.search_vector)
+    WHEN ((OLD.status IS DISTINCT FROM NEW.status OR OLD.search_vector IS DISTINCT FROM NEW.search_vector)
+          AND current_setting('ultron.lexemes_counted', true) IS DISTINCT FROM 'on')
     EXECUTE FUNCTION memories_lexemes_updated();
 DROP TRIGGER IF EXISTS memories_lexemes_truncate ON memories_memory;
 CREATE TRIGGER memories_lexemes_truncate AFTER TRUNCATE ON memories_memory

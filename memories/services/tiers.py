@@ -12,7 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memories import signals
-from memories.models import Memory, Status, TierSnapshot
+from memories.models import LexemeCount, Memory, Status, TierSnapshot
 
 SEARCH_HIT = 1
 DETAILS_HIT = 2
@@ -67,6 +67,15 @@ WITH ranked AS (
     FROM decided d
     WHERE m.id = d.id AND (d.moved OR d.archive)
     RETURNING d.moved, d.archive
+), uncounted AS (
+    -- The archived memories leave the keyword counts, counted here once for the statement
+    -- (the row trigger stands aside: ultron.lexemes_counted is set for this transaction).
+    INSERT INTO {counts} (lexeme, memories)
+    SELECT lexeme, -count(*) FROM (
+        SELECT unnest(tsvector_to_array(m.search_vector)) AS lexeme
+        FROM {table} m JOIN decided d ON d.id = m.id WHERE d.archive
+        UNION ALL SELECT '' FROM decided WHERE archive
+    ) pieces GROUP BY lexeme
 )
 SELECT count(*) FILTER (WHERE moved), count(*) FILTER (WHERE archive) FROM written
 """
@@ -86,8 +95,10 @@ def tiers_rebalance() -> RebalanceResult:
     with transaction.atomic(), connection.cursor() as cursor:
         # Sort and join a million rows in memory rather than in temporary files (this statement only).
         cursor.execute("SET LOCAL work_mem = '256MB'")
-        cursor.execute(_REBALANCE_SQL.format(table=table), params)
+        cursor.execute("SET LOCAL ultron.lexemes_counted = 'on'")
+        cursor.execute(_REBALANCE_SQL.format(table=table, counts=LexemeCount._meta.db_table), params)
         changed, archived = cursor.fetchone()
+        cursor.execute("SET LOCAL ultron.lexemes_counted = 'off'")
         if archived:
             signals.memories_archived.send(sender=Memory)
         cursor.execute(
