@@ -17,8 +17,6 @@ from memories.selectors.duplicates import (
 from memories.selectors.keywords import (
     QueryTerms,
     keyword_query,
-    keyword_terms,
-    lexeme_counts,
     lexeme_counts_compact,
     query_terms,
     selective_terms,
@@ -37,8 +35,6 @@ __all__ = [
     "embedding_column_dimensions",
     "embedding_space_get",
     "keyword_query",
-    "keyword_terms",
-    "lexeme_counts",
     "lexeme_counts_compact",
     "memory_details",
     "memory_find_duplicate",

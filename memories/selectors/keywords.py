@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Sum
 
 from memories.models import LexemeCount
 
@@ -66,11 +65,6 @@ def query_terms(text: str, *, limit: int = 10) -> QueryTerms:
     return QueryTerms([term for term, _ in terms], dict(terms), total)
 
 
-def keyword_terms(text: str, *, limit: int = 10) -> list[str]:
-    """The query's lexemes (see :func:`query_terms`), without their counts."""
-    return query_terms(text, limit=limit).terms
-
-
 def lexeme_counts_compact(lexemes: list[str] | None = None) -> int:
     """Fold each lexeme's count pieces (``lexemes``, or every lexeme that has more than one)
     into a single row; returns the rows removed. Safe beside writers and other compactions:
@@ -95,15 +89,6 @@ def lexeme_counts_compact(lexemes: list[str] | None = None) -> int:
             params,
         )
         return int(cursor.fetchone()[0])
-
-
-def lexeme_counts(lexemes: list[str]) -> dict[str, int]:
-    """How many active memories contain each of ``lexemes`` (0 for one no memory contains)."""
-    found = dict(
-        LexemeCount.objects.filter(lexeme__in=lexemes).values("lexeme")
-        .annotate(total=Sum("memories")).values_list("lexeme", "total")
-    )
-    return {lexeme: int(found.get(lexeme) or 0) for lexeme in lexemes}
 
 
 def term_weights(query: QueryTerms) -> list[float]:

@@ -12,7 +12,6 @@ from django.utils import timezone
 from memories import selectors
 from memories.models import LexemeCount, Memory, Status, Tier
 from memories.selectors import (
-    keyword_terms,
     keywords,
     memory_find_duplicate,
     memory_search,
@@ -201,9 +200,9 @@ def test_a_hot_memory_does_not_swamp_a_clearly_better_hybrid_match():
 
 
 def test_keyword_terms_are_the_databases_lexemes_without_stop_words():
-    assert keyword_terms("What have you got for the Docker deploys, again?") == ["got", "docker", "deploy"]
-    assert keyword_terms("   ") == []
-    assert keyword_terms("it's a 'quoted' back\\slash") == ["quot", "back", "slash"]
+    assert selectors.query_terms("What have you got for the Docker deploys, again?").terms == ["got", "docker", "deploy"]
+    assert selectors.query_terms("   ").terms == []
+    assert selectors.query_terms("it's a 'quoted' back\\slash").terms == ["quot", "back", "slash"]
 
 
 def test_a_query_stop_word_does_not_turn_a_pair_into_a_single_word_match():
@@ -272,7 +271,7 @@ def test_keyword_count_pieces_are_folded_by_a_search_that_reads_them():
     assert selectors.query_terms("healthcheck").counts == {"healthcheck": keywords.COMPACT_PIECES + 3}
     assert selectors.lexeme_counts_compact() > 0  # the pipeline step folds every other word
     assert not LexemeCount.objects.values("lexeme").annotate(n=Count("id")).filter(n__gt=1).exists()
-    assert selectors.lexeme_counts(["flaki", "healthcheck", "zzz"]) == {
+    assert selectors.query_terms("flaky healthcheck zzz").counts == {
         "flaki": keywords.COMPACT_PIECES + 3, "healthcheck": keywords.COMPACT_PIECES + 3, "zzz": 0}
 
 
@@ -281,7 +280,7 @@ def test_a_rare_query_word_weighs_more_than_a_common_one():
         make(unit(300 + i), content=f"deploy log entry {i}")
     make(unit(350), content="flaky healthcheck on the staging box")
     terms = keywords.QueryTerms(["deploy", "healthcheck", "zzunseen"],
-                                selectors.lexeme_counts(["deploy", "healthcheck", "zzunseen"]), 41)
+                                selectors.query_terms("deploy healthcheck zzunseen").counts, 41)
     assert selectors.query_terms("deploy").rows == 41
     deploy, healthcheck, unseen = keywords.term_weights(terms)
     assert deploy < healthcheck < unseen
