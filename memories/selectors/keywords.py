@@ -4,6 +4,7 @@ them are selective enough to pick matches, the tsquery built from them, and what
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -18,6 +19,9 @@ _EXTRA_STOPWORDS = ["yes", "could", "would", "may", "might", "shall", "must", "a
 # A lexeme whose count is spread over more pieces than this is folded into one row when a query
 # reads it (the pipeline folds all of them): reading stays a handful of index entries per word.
 COMPACT_PIECES = 32
+# A tightened keyword query combines at most this many of the rarest selecting terms: any three of
+# six is twenty conjunctions, and the combinations grow fast beyond.
+TIGHT_TERMS = 6
 
 
 @dataclass(frozen=True)
@@ -129,3 +133,27 @@ def keyword_query(terms: list[str]) -> str:
     if len(quoted) <= 2:
         return " | ".join(quoted)
     return " | ".join(f"({a} & {b})" for i, a in enumerate(quoted) for b in quoted[i + 1 :])
+
+
+def estimated_matches(query: QueryTerms, terms: list[str]) -> int:
+    """At most how many active memories ``keyword_query(terms)`` matches, from the terms' counts:
+    the sum of their counts for one or two terms, the sum over pairs of the rarer one's for more."""
+    counts = [query.count(term) for term in terms]
+    if len(counts) <= 2:
+        return sum(counts)
+    return sum(min(a, b) for a, b in itertools.combinations(counts, 2))
+
+
+def tight_query(query: QueryTerms, terms: list[str], cap: int) -> str:
+    """A stricter tsquery to try before ``keyword_query(terms)`` when that may match more than
+    ``cap`` memories (more than the ranking reads, which would then rank an arbitrary part of
+    the matches): both terms of a pair; with three or more, any three of the rarest
+    ``TIGHT_TERMS`` together. Memories holding more of the query's rare words are the better
+    keyword matches, and a conjunction is cheap to look up in the index where a disjunction of
+    common words is not. Empty when the plain query stays under the cap or has a single term."""
+    if len(terms) < 2 or estimated_matches(query, terms) <= cap:
+        return ""
+    quoted = [lexeme_quote(term) for term in sorted(terms, key=query.count)[:TIGHT_TERMS]]
+    if len(quoted) == 2:
+        return " & ".join(quoted)
+    return " | ".join(f"({a} & {b} & {c})" for a, b, c in itertools.combinations(quoted, 3))

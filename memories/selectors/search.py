@@ -19,6 +19,7 @@ from memories.selectors.keywords import (
     query_terms,
     selective_terms,
     term_weights,
+    tight_query,
 )
 from memories.vectors import vector_literal
 
@@ -78,16 +79,33 @@ _KEYWORD_CTE = """
 keyword AS (
     SELECT id, row_number() OVER (ORDER BY relevance * factor DESC, id) AS rank FROM (
         SELECT id, {relevance} AS relevance, {factors} AS factor
-        FROM (
-            -- at most this many matches are ranked: a bound on the work, whatever the query
-            SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
-            WHERE {where} AND search_vector @@ %(tsquery)s::tsquery
-            LIMIT %(keyword_cap)s
-        ) capped
+        FROM ({matches}) capped
         ORDER BY relevance DESC, id
         LIMIT %(candidates)s
     ) matched
 )"""
+# The matches the keyword side ranks: at most this many, a bound on the work whatever the query.
+_KEYWORD_MATCHES = """
+    SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
+    WHERE {where} AND search_vector @@ %(tsquery)s::tsquery
+    LIMIT %(keyword_cap)s"""
+# When the plain query may match more than that, the tight query's matches come first, and the
+# plain query is read (the tight matches left out) only if they are fewer than the candidates.
+_KEYWORD_TIGHT_CTE = """
+keyword_tight AS (
+    SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
+    WHERE {where} AND search_vector @@ %(tight)s::tsquery
+    LIMIT %(keyword_cap)s
+)"""
+_KEYWORD_TIGHT_MATCHES = """
+    SELECT * FROM keyword_tight
+    UNION ALL (
+        SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
+        WHERE {where} AND search_vector @@ %(tsquery)s::tsquery
+          AND NOT search_vector @@ %(tight)s::tsquery
+          AND (SELECT count(*) FROM keyword_tight) < %(candidates)s
+        LIMIT %(keyword_cap)s
+    )"""
 _SCORED_SQL = """
 WITH {ctes}, fused AS (
     SELECT id, {base} AS base FROM ({union}) ranked GROUP BY id
@@ -134,10 +152,10 @@ def _keyword_relevance(terms: int) -> str:
     return "(" + " + ".join([*parts, "(1 - (embedding <=> %(query)s::vector))"]) + ")"
 
 
-def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0) -> str:
+def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0, tight: bool = False) -> str:
     """The ranking statement for ``mode`` over the rows matching ``condition``; ``keyword``
     says whether the query has keyword terms (without them hybrid ranks by the vector side),
-    ``terms`` how many of them rank the matches."""
+    ``terms`` how many of them rank the matches, ``tight`` whether a tight query is tried first."""
     table = Memory._meta.db_table
     factors = _FACTORS.format(alias="")
     ctes, lists = [], []
@@ -145,8 +163,10 @@ def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0) -> s
         ctes.append(_SEMANTIC_CTE.format(table=table, where=condition, factors=factors))
         lists.append("SELECT id, rank FROM semantic")
     if mode in ("keyword", "hybrid") and keyword:
-        ctes.append(_KEYWORD_CTE.format(table=table, where=condition, factors=factors,
-                                        relevance=_keyword_relevance(terms)))
+        matches = (_KEYWORD_TIGHT_MATCHES if tight else _KEYWORD_MATCHES).format(table=table, where=condition)
+        if tight:
+            ctes.append(_KEYWORD_TIGHT_CTE.format(table=table, where=condition))
+        ctes.append(_KEYWORD_CTE.format(matches=matches, factors=factors, relevance=_keyword_relevance(terms)))
         lists.append("SELECT id, rank FROM keyword")
     if mode == "semantic":
         # similarity × tier boost × (1 − w + w × hotness)
@@ -161,12 +181,13 @@ def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0) -> s
 
 
 def search_params(
-    *, vector: list[float], terms: QueryTerms, tsquery: str, limit: int, min_score: float,
+    *, vector: list[float], terms: QueryTerms, tsquery: str, limit: int, min_score: float, tight: str = "",
 ) -> dict[str, Any]:
     """The parameters every ranking statement takes: the query, the ranking knobs from settings."""
     return {
         "query": vector_literal(vector),
         "tsquery": tsquery,
+        "tight": tight,
         **{f"term_{i}": lexeme_quote(term) for i, term in enumerate(terms.terms)},
         **{f"weight_{i}": weight for i, weight in enumerate(term_weights(terms))},
         "candidates": _candidates(limit),
@@ -211,13 +232,16 @@ def memory_search(
         raise ValueError(f"unknown mode {mode!r}")
     condition, params = _search_filters(memory_type=memory_type, tier=tier, tags=tags)
     terms = query_terms(text) if mode != "semantic" else QueryTerms([])
-    tsquery = keyword_query(selective_terms(terms))
+    selecting = selective_terms(terms)
+    tsquery = keyword_query(selecting)
+    tight = tight_query(terms, selecting, settings.ULTRON_SEARCH_KEYWORD_CAP) if tsquery else ""
     if mode == "keyword" and not tsquery:
         return []
     filtered = tier is not None or bool(tags)
     ef = max(settings.ULTRON_SEARCH_FILTERED_EF if filtered else settings.ULTRON_SEARCH_EF, _candidates(limit))
-    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms.terms))
-    params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score))
+    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms.terms), tight=bool(tight))
+    params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score,
+                                tight=tight))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}")
         cursor.execute(sql, params)
