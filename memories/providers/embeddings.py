@@ -105,7 +105,7 @@ class LocalEmbedder:
 
         size = settings.ULTRON_EMBEDDING_BATCH_SIZE
         order = sorted(range(len(pieces)), key=lambda index: -len(pieces[index]))
-        out = np.empty((len(pieces), self.dimensions), dtype=np.float32)
+        out: np.ndarray = np.empty((len(pieces), self.dimensions), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 chosen = order[start : start + size]
