@@ -109,7 +109,7 @@ class LocalEmbedder:
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 chosen = order[start : start + size]
-                features = self._model.tokenize([pieces[index] for index in chosen])
+                features = self._model.preprocess([pieces[index] for index in chosen])
                 out[chosen] = self._model(features)["sentence_embedding"].float().numpy()
         return _normalise(out)
 
