@@ -8,3 +8,9 @@ class ClustersConfig(AppConfig):
     def ready(self) -> None:
         # Clusters follow what happens to memories through the memory service's signals.
         from clusters import receivers  # noqa: F401
+        from clusters.services.membership import UPLOAD_LOCKS
+        from memories.services import upload_lock_register
+
+        # An upload takes the placement lock with its own: placing the new memory is then one statement.
+        for expression in UPLOAD_LOCKS:
+            upload_lock_register(expression)

@@ -13,8 +13,8 @@ from memories import signals
 
 
 @receiver(signals.memory_added, dispatch_uid="clusters.memory_added")
-def memory_added(*, memory_id: Any, memory: Any = None, **_: Any) -> None:
-    services.cluster_assign(memory_id=memory_id, memory=memory)
+def memory_added(*, memory_id: Any, memory: Any = None, locks_held: bool = False, **_: Any) -> None:
+    services.cluster_assign(memory_id=memory_id, memory=memory, locked=locks_held)
 
 
 @receiver(signals.memory_changed, dispatch_uid="clusters.memory_changed")

@@ -15,7 +15,9 @@ from __future__ import annotations
 from django.dispatch import Signal
 
 #: A new active memory was stored (not a merge into an existing one). Args: ``memory_id``, and
-#: ``memory``: the stored row itself (with its embedding), so receivers need not read it again.
+#: ``memory``: the stored row itself (with its embedding), so receivers need not read it again;
+#: ``locks_held``: the upload's first statement already took the locks registered with
+#: ``memories.services.upload_lock_register`` (False, or absent, when another path sends it).
 memory_added = Signal()
 
 #: An active memory's embedding changed (merge rewrote its body, a curator edited it) or an

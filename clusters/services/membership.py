@@ -74,46 +74,71 @@ def nearest_cluster(vector: Any, *, exclude: int | None = None, ef_set: bool = F
 
 
 _WIDE_SCAN = "SELECT set_config('hnsw.ef_search', '100', true)"
+# The placement lock and the wider index scan, as SELECT-list expressions: the upload evaluates
+# them in its first statement, after its own lock; any other placement takes them alone.
+UPLOAD_LOCKS = [f"pg_advisory_xact_lock({_ASSIGN_LOCK})", "set_config('hnsw.ef_search', '100', true)"]
 
 
-def cluster_assign(*, memory_id: Any, memory: Memory | None = None) -> int | None:
+def cluster_assign(*, memory_id: Any, memory: Memory | None = None, locked: bool = False) -> int | None:
     """Put an active memory into the nearest cluster (cosine ≥ threshold) or a new one; returns
     the cluster's id, or None if the memory is not active or already has a cluster.
 
     ``memory``: the memory itself, with its embedding, content and context, when the caller has
     just stored it in this transaction (the upload): then it is known to be active and without a
-    cluster, and is not read again. Joining a cluster is three statements: the lock (with the
-    wider index scan), the nearest centroid, and the centroid's shift with the member row."""
+    cluster, and is not read again. ``locked``: this transaction already holds the placement
+    lock with the wider index scan (``UPLOAD_LOCKS``, which the upload takes in its first
+    statement). Joining a cluster is then one statement: the nearest centroid, its shift and the
+    member row."""
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        cursor.execute(f"SELECT pg_advisory_xact_lock(%s), ({_WIDE_SCAN})", [_ASSIGN_LOCK])
+        if not locked:
+            cursor.execute("SELECT " + ", ".join(UPLOAD_LOCKS))
         if memory is None:
             memory = Memory.objects.filter(
                 pk=memory_id, status=Status.ACTIVE, cluster_member__isnull=True,
             ).only("pk", "embedding", "content", "context").first()
             if memory is None:
                 return None
-        row = nearest_cluster(memory.embedding, ef_set=True)
-        if row is not None and row[1] is not None and row[1] >= model_thresholds().cluster:
-            cluster_id, similarity = row
-            literal = vector_literal(memory.embedding)
-            cursor.execute(
-                f"""
-                WITH shifted AS (
-                    UPDATE {KnowledgeCluster._meta.db_table}
-                    SET centroid = centroid + %s::vector, member_count = member_count + 1, updated_at = now()
-                    WHERE id = %s RETURNING id
-                )
-                INSERT INTO {ClusterMember._meta.db_table} (cluster_id, memory_id, vector, similarity, joined_at)
-                SELECT id, %s, %s::vector, %s, now() FROM shifted
-                """,
-                [literal, cluster_id, memory.pk, literal, float(similarity)],
-            )
-            return cluster_id
+        joined = _join_nearest(cursor, memory)
+        if joined is not None:
+            return joined
         cluster = KnowledgeCluster.objects.create(
             topic=_offline_topic([memory.content, memory.context])[:200], centroid=memory.embedding, member_count=1,
         )
         ClusterMember.objects.create(cluster=cluster, memory=memory, vector=memory.embedding, similarity=1.0)
         return cluster.pk
+
+
+def _join_nearest(cursor: Any, memory: Memory) -> int | None:
+    """Add ``memory`` to the cluster with the nearest centroid, if that is at least the cluster
+    threshold similar: its centroid shifted and its member row written, in one statement; the
+    cluster's id, or None when no cluster is near enough (or none exists). The nearest centroid
+    comes from the index and, when that finds nothing (see ``nearest_cluster``), from an exact scan."""
+    clusters, members = KnowledgeCluster._meta.db_table, ClusterMember._meta.db_table
+    cursor.execute(
+        f"""
+        WITH nearest AS (
+            (SELECT id, 1 - (centroid <=> %(vector)s::vector) AS similarity FROM {clusters}
+             WHERE member_count > 0 ORDER BY centroid <=> %(vector)s::vector LIMIT 1)
+            UNION ALL
+            (SELECT id, 1 - (centroid <=> %(vector)s::vector) FROM {clusters}
+             WHERE member_count > 0 ORDER BY (centroid <=> %(vector)s::vector) + 0 LIMIT 1)
+            LIMIT 1
+        ), shifted AS (
+            UPDATE {clusters} k
+            SET centroid = k.centroid + %(vector)s::vector, member_count = k.member_count + 1, updated_at = now()
+            FROM nearest WHERE k.id = nearest.id AND nearest.similarity >= %(threshold)s
+            RETURNING k.id, nearest.similarity
+        ), joined AS (
+            INSERT INTO {members} (cluster_id, memory_id, vector, similarity, joined_at)
+            SELECT id, %(memory)s, %(vector)s::vector, similarity, now() FROM shifted
+            RETURNING cluster_id
+        )
+        SELECT cluster_id FROM joined
+        """,
+        {"vector": vector_literal(memory.embedding), "threshold": model_thresholds().cluster, "memory": memory.pk},
+    )
+    row = cursor.fetchone()
+    return int(row[0]) if row is not None else None
 
 
 def cluster_member_remove(*, memory_id: Any) -> None:

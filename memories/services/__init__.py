@@ -39,7 +39,13 @@ from memories.services.tiers import (
     memory_hits_record,
     tiers_rebalance,
 )
-from memories.services.upload import UPLOAD_BATCH_MAX, UploadResult, memories_upload, memory_upload
+from memories.services.upload import (
+    UPLOAD_BATCH_MAX,
+    UploadResult,
+    memories_upload,
+    memory_upload,
+    upload_lock_register,
+)
 
 __all__ = [
     "DETAILS_HIT",
@@ -61,6 +67,7 @@ __all__ = [
     "memories_reembed",
     "memories_search",
     "memories_upload",
+    "upload_lock_register",
     "memory_archive",
     "memory_delete",
     "memory_hits_record",

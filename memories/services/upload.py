@@ -61,6 +61,19 @@ class UploadResult:
 
 
 _DEDUP_LOCK = int.from_bytes(hashlib.sha256(b"ultron:dedup").digest()[:8], "big", signed=True)
+# What other apps have every upload take with its own lock, in the same statement (see
+# ``upload_lock_register``): SELECT-list expressions, run in order after the duplicate lock.
+_UPLOAD_LOCKS: list[str] = []
+
+
+def upload_lock_register(expression: str) -> None:
+    """Have every upload evaluate ``expression`` (an advisory-lock call, a ``set_config``) in its
+    first statement, right after taking the duplicate lock: an app that must lock before it acts
+    on a new memory (the cluster side placing it) then needs no statement of its own for that,
+    and the locks are always taken in one order. Receivers of ``memory_added`` are told so
+    (``locks_held=True``). Called from an ``AppConfig.ready()``; registering twice is harmless."""
+    if expression not in _UPLOAD_LOCKS:
+        _UPLOAD_LOCKS.append(expression)
 
 # At most this many memories are cleaned, embedded and checked together (an API batch's limit).
 UPLOAD_BATCH_MAX = 100
@@ -140,7 +153,7 @@ def _funnel(
     for _ in range(CANDIDATES_PER_UPLOAD + 3):
         with transaction.atomic():
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DEDUP_LOCK])
+                cursor.execute(", ".join(["SELECT pg_advisory_xact_lock(%s)", *_UPLOAD_LOCKS]), [_DEDUP_LOCK])
             found = memory_find_duplicate(
                 body_hash=body_hash, vector=vector, verdicts=verdicts, body=body,
             )
@@ -164,7 +177,8 @@ def _funnel(
                 # Clusters last: every writer takes the memory rows before the cluster row
                 # (a candidate's foreign key locks the memory it names), or an edit of that
                 # memory, holding it and waiting for the cluster, would deadlock with us.
-                signals.memory_added.send(sender=Memory, memory_id=result.memory.pk, memory=result.memory)
+                signals.memory_added.send(sender=Memory, memory_id=result.memory.pk, memory=result.memory,
+                                          locks_held=True)
                 if on_stored:
                     on_stored(result)
                 break

@@ -24,20 +24,33 @@ def _statements(queries: list[dict]) -> list[str]:
     return [q["sql"] for q in queries if not q["sql"].upper().startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
 
 
-def test_a_new_memory_joining_a_cluster_takes_six_statements():
+def test_a_new_memory_joining_a_cluster_takes_four_statements():
     first = services.memory_upload(content=FIRST)
     with CaptureQueriesContext(connection) as captured:
         second = services.memory_upload(content=SECOND)
     assert not second.merged and second.candidates == []
     assert not MergeCandidate.objects.exists()
-    assert ClusterMember.objects.get(memory=second.memory).cluster_id == ClusterMember.objects.get(
-        memory=first.memory).cluster_id
+    member = ClusterMember.objects.get(memory=second.memory)
+    assert member.cluster_id == ClusterMember.objects.get(memory=first.memory).cluster_id
+    assert member.cluster.member_count == 2
     statements = _statements(captured.captured_queries)
-    # the duplicate lock; the same body or the nearest five (one statement); the insert (its
-    # keyword counts are written by the database's trigger, no statement of ours); the cluster
-    # lock with the wider index scan; the nearest centroid; the centroid's shift with the member row
-    assert len(statements) == 6, "\n".join(statements)
+    # the locks (the duplicate lock, then the cluster side's placement lock with its wider index
+    # scan); the same body or the nearest five; the insert (its keyword counts are written by the
+    # database's trigger, no statement of ours); the nearest centroid with its shift and the member row
+    assert len(statements) == 4, "\n".join(statements)
+    assert "pg_advisory_xact_lock" in statements[0] and statements[0].count("pg_advisory_xact_lock") == 2
     assert LexemeCount.objects.filter(lexeme="pythonpath").exists()
+
+
+def test_a_new_memory_far_from_every_cluster_founds_one_in_one_more_statement_each():
+    services.memory_upload(content=FIRST)
+    with CaptureQueriesContext(connection) as captured:
+        other = services.memory_upload(content="Rotate the TLS certificates of the ingress before they expire")
+    assert not other.merged
+    member = ClusterMember.objects.get(memory=other.memory)
+    assert member.similarity == 1.0 and member.cluster.member_count == 1
+    # as above, then the cluster row and the member row
+    assert len(_statements(captured.captured_queries)) == 6, "\n".join(_statements(captured.captured_queries))
 
 
 def test_a_repeated_upload_merges_in_a_bounded_number_of_statements():
