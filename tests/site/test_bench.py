@@ -51,8 +51,8 @@ def _run(*args: str) -> dict:
 def test_upload_bench_holds_its_ratios_to_embedding():
     """The funnel against embedding alone in the same run (one text at a time for single
     uploads, batches for the batch upload), held within 2× of the documented ratios: everything
-    the funnel adds must not become several embeddings more. 40 uploads: the first ones load the
-    classifier and the redaction models, which 8 would be all about. Runs on the project's own
+    the funnel adds must not become several embeddings more. 40 uploads after an untimed one
+    that loads the classifier and the redaction models. Runs on the project's own
     texts when ../shared/eval is absent (the ratio is about the path, not the texts)."""
     [ratio] = documented(r"ratio to single-text embedding \| \*\*([\d.]+)\*\* \(1 client\)")
     [batch_ratio] = documented(r"batch ratio to batched embedding \| \*\*([\d.]+)\*\* \(batches of 20\)")
