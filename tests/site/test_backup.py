@@ -16,6 +16,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.operations import CreateModel
 
 from tests.site.hub_rows import populate
 from ultron_site import backup
@@ -96,11 +97,13 @@ def test_backup_restored_into_a_fresh_database_holds_every_row_and_an_older_one_
     assert "pg_restore said: pg_restore: " in failed.stderr
     assert _all_rows(target) == source
 
-    # A backup of an older schema (the memories app one migration back) restored over a current
-    # database: the tables it predates are dropped, then migrate brings everything up to date.
-    leaf = MigrationLoader(None, ignore_no_migrations=True).graph.leaf_nodes("memories")[0]
-    parent = MigrationLoader(None).graph.node_map[leaf].parents
-    previous = next(p.key for p in parent if p.key[0] == "memories")
+    # A backup of an older schema (the memories app from before its newest table) restored over a
+    # current database: the tables it predates are dropped, then migrate brings everything up to date.
+    graph = MigrationLoader(None, ignore_no_migrations=True).graph
+    key = graph.leaf_nodes("memories")[0]
+    while not any(isinstance(op, CreateModel) for op in graph.nodes[key].operations):
+        key = next(p.key for p in graph.node_map[key].parents if p.key[0] == "memories")
+    previous = next(p.key for p in graph.node_map[key].parents if p.key[0] == "memories")
     older = fresh_databases()
     assert _manage(older, "restore", str(dump)).returncode == 0
     rolled_back = _manage(older, "migrate", "memories", previous[1])
