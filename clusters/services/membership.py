@@ -50,33 +50,34 @@ def nearest_cluster(vector: Any, *, exclude: int | None = None, ef_set: bool = F
     ``hnsw.ef_search`` entries can all be dead, and the scan then finds nothing. So the scan
     looks wider than the default (``ef_set``: the caller has already set it for this
     transaction), and when it still finds nothing (while clusters exist) the exact scan answers."""
-    literal = vector_literal(vector)
-    table = KnowledgeCluster._meta.db_table
-    where = "member_count > 0" + ("" if exclude is None else " AND id <> %s")
-    extra = [] if exclude is None else [exclude]
+    where = "member_count > 0" + ("" if exclude is None else " AND id <> %(exclude)s")
     with connection.cursor() as cursor:
         if not ef_set:
             cursor.execute(_WIDE_SCAN)
-        cursor.execute(
-            f"SELECT id, 1 - (centroid <=> %s::vector) FROM {table} WHERE {where} ORDER BY centroid <=> %s::vector LIMIT 1",
-            [literal, *extra, literal],
-        )
+        cursor.execute(_nearest_sql(where), {"vector": vector_literal(vector), "exclude": exclude})
         row = cursor.fetchone()
-        if row is None:
-            # "+ 0" keeps the planner off the index: an exact scan over the live rows.
-            cursor.execute(
-                f"SELECT id, 1 - (centroid <=> %s::vector) FROM {table} WHERE {where} "
-                "ORDER BY (centroid <=> %s::vector) + 0 LIMIT 1",
-                [literal, *extra, literal],
-            )
-            row = cursor.fetchone()
     return (int(row[0]), float(row[1])) if row is not None and row[1] is not None else None
 
 
-_WIDE_SCAN = "SELECT set_config('hnsw.ef_search', '100', true)"
+def _nearest_sql(where: str) -> str:
+    """The statement behind ``nearest_cluster`` (id, similarity of the centroid nearest to
+    ``%(vector)s`` among the clusters matching ``where``): the index scan, and an exact scan
+    ("+ 0" keeps the planner off the index) that runs only when the index scan found nothing."""
+    table = KnowledgeCluster._meta.db_table
+    return f"""
+        (SELECT id, 1 - (centroid <=> %(vector)s::vector) AS similarity FROM {table}
+         WHERE {where} ORDER BY centroid <=> %(vector)s::vector LIMIT 1)
+        UNION ALL
+        (SELECT id, 1 - (centroid <=> %(vector)s::vector) FROM {table}
+         WHERE {where} ORDER BY (centroid <=> %(vector)s::vector) + 0 LIMIT 1)
+        LIMIT 1"""
+
+
+_WIDE_SCAN_SETTING = "set_config('hnsw.ef_search', '100', true)"
+_WIDE_SCAN = f"SELECT {_WIDE_SCAN_SETTING}"
 # The placement lock and the wider index scan, as SELECT-list expressions: the upload evaluates
 # them in its first statement, after its own lock; any other placement takes them alone.
-UPLOAD_LOCKS = [f"pg_advisory_xact_lock({_ASSIGN_LOCK})", "set_config('hnsw.ef_search', '100', true)"]
+UPLOAD_LOCKS = [f"pg_advisory_xact_lock({_ASSIGN_LOCK})", _WIDE_SCAN_SETTING]
 
 
 def cluster_assign(*, memory_id: Any, memory: Memory | None = None, locked: bool = False) -> int | None:
@@ -116,13 +117,7 @@ def _join_nearest(cursor: Any, memory: Memory) -> int | None:
     clusters, members = KnowledgeCluster._meta.db_table, ClusterMember._meta.db_table
     cursor.execute(
         f"""
-        WITH nearest AS (
-            (SELECT id, 1 - (centroid <=> %(vector)s::vector) AS similarity FROM {clusters}
-             WHERE member_count > 0 ORDER BY centroid <=> %(vector)s::vector LIMIT 1)
-            UNION ALL
-            (SELECT id, 1 - (centroid <=> %(vector)s::vector) FROM {clusters}
-             WHERE member_count > 0 ORDER BY (centroid <=> %(vector)s::vector) + 0 LIMIT 1)
-            LIMIT 1
+        WITH nearest AS ({_nearest_sql("member_count > 0")}
         ), shifted AS (
             UPDATE {clusters} k
             SET centroid = k.centroid + %(vector)s::vector, member_count = k.member_count + 1, updated_at = now()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ class DuplicateMatch:
     conflicts: tuple[str, ...] = ()
 
 
+@functools.cache
 def _neighbours_sql(exclude: bool) -> str:
     """One statement: the oldest active memory with the same body, then the nearest five active
     ones (the active-memory HNSW index), each with its distance; without the vector and word

@@ -84,24 +84,22 @@ keyword AS (
         LIMIT %(candidates)s
     ) matched
 )"""
-# The matches the keyword side ranks: at most this many, a bound on the work whatever the query.
-_KEYWORD_MATCHES = """
+# The rows the keyword side ranks, matching one of its tsqueries ({query}: tsquery or tight).
+_KEYWORD_ROWS = """
     SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
-    WHERE {where} AND search_vector @@ %(tsquery)s::tsquery
+    WHERE {where} AND search_vector @@ %({query})s::tsquery"""
+# The matches the keyword side ranks: at most this many, a bound on the work whatever the query.
+_KEYWORD_MATCHES = _KEYWORD_ROWS.replace("{query}", "tsquery") + """
     LIMIT %(keyword_cap)s"""
 # When the plain query may match more than that, the tight query's matches come first, and the
 # plain query is read (the tight matches left out) only if they are fewer than the candidates.
 _KEYWORD_TIGHT_CTE = """
-keyword_tight AS (
-    SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
-    WHERE {where} AND search_vector @@ %(tight)s::tsquery
+keyword_tight AS (""" + _KEYWORD_ROWS.replace("{query}", "tight") + """
     LIMIT %(keyword_cap)s
 )"""
 _KEYWORD_TIGHT_MATCHES = """
     SELECT * FROM keyword_tight
-    UNION ALL (
-        SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
-        WHERE {where} AND search_vector @@ %(tsquery)s::tsquery
+    UNION ALL (""" + _KEYWORD_ROWS.replace("{query}", "tsquery") + """
           AND NOT search_vector @@ %(tight)s::tsquery
           AND (SELECT count(*) FROM keyword_tight) < %(candidates)s
         LIMIT %(keyword_cap)s
