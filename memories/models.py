@@ -261,3 +261,27 @@ class LexemeCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lexeme or '(all)'}: {self.memories}"
+
+
+class MemoryRank(models.Model):
+    """The rank columns of each active memory, apart from its wide row (vector, texts): what
+    the tier rebalance sorts (docs/flow.md#tiers). A memory's row is ~1.6 kB and its table is
+    kept half full for in-place updates, so ranking a million memories from it reads ~3 GB;
+    from here, ~60 MB. Written only by PostgreSQL triggers on the memories table (migration
+    0010): a row per active memory, following its hit count, last hit, tier and status (an
+    archived or deleted memory has none); the rebalance writes both tables in one statement and
+    sets ``ultron.ranks_written`` for its transaction so the row trigger stands aside."""
+
+    memory = models.OneToOneField(
+        Memory, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    hit_count = models.IntegerField()
+    seen = models.DateTimeField(help_text="The last hit, or the creation if never hit.")
+    created_at = models.DateTimeField()
+    tier = models.CharField(max_length=8, choices=Tier.choices)
+
+    class Meta:
+        verbose_name = "memory rank"
+
+    def __str__(self) -> str:
+        return f"{self.memory_id}: {self.tier}, {self.hit_count} hits"

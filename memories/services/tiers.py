@@ -12,7 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memories import signals
-from memories.models import LexemeCount, Memory, Status, TierSnapshot
+from memories.models import LexemeCount, Memory, MemoryRank, Status, TierSnapshot
 
 SEARCH_HIT = 1
 DETAILS_HIT = 2
@@ -36,17 +36,16 @@ class RebalanceResult:
     archived: int
 
 
-# One statement: rank every active memory, then write only the rows whose tier changes or that
-# are archived (stale COLD) — a row that does both is written once.
+# One statement: rank every active memory from the narrow rank table (MemoryRank: ~60 bytes a
+# memory, not the ~1.6 kB row), then write only the memories whose tier changes or that are
+# archived (stale COLD) — a row that does both is written once — and the rank table to match
+# (its row trigger stands aside: ultron.ranks_written is set for this transaction).
 _REBALANCE_SQL = """
 WITH ranked AS (
-    SELECT id, tier AS old_tier, COALESCE(last_hit_at, created_at) AS seen,
-           row_number() OVER (
-               ORDER BY hit_count DESC, COALESCE(last_hit_at, created_at) DESC, created_at DESC, id
-           ) AS rank,
+    SELECT memory_id AS id, tier AS old_tier, seen,
+           row_number() OVER (ORDER BY hit_count DESC, seen DESC, created_at DESC, memory_id) AS rank,
            count(*) OVER () AS total
-    FROM {table}
-    WHERE status = 'active'
+    FROM {ranks}
 ), tiered AS (
     SELECT id, old_tier, seen,
            CASE
@@ -59,26 +58,40 @@ WITH ranked AS (
     SELECT id, tier, tier <> old_tier AS moved,
            (%(days)s > 0 AND tier = 'cold' AND seen < now() - make_interval(days => %(days)s)) AS archive
     FROM tiered
+), changes AS (
+    SELECT array_agg(id) AS ids, array_agg(tier) AS tiers, array_agg(moved) AS moves,
+           array_agg(archive) AS archives
+    FROM decided WHERE moved OR archive
+), changed AS (
+    -- Unnested from arrays, the changes look like a handful of rows to the planner, which then
+    -- reaches each memory by its key: joined with the ranking itself, it read the whole table.
+    SELECT c.* FROM changes, unnest(ids, tiers, moves, archives) AS c(id, tier, moved, archive)
 ), written AS (
     UPDATE {table} AS m
     SET tier = d.tier,
         status = CASE WHEN d.archive THEN 'archived' ELSE m.status END,
         archived_at = CASE WHEN d.archive THEN now() ELSE m.archived_at END
-    FROM decided d
-    WHERE m.id = d.id AND (d.moved OR d.archive)
-    RETURNING d.moved, d.archive
+    FROM changed d
+    WHERE m.id = d.id AND m.status = 'active'
+    RETURNING m.id, d.tier, d.moved, d.archive
+), ranks_moved AS (
+    UPDATE {ranks} r SET tier = w.tier FROM written w WHERE r.memory_id = w.id AND NOT w.archive
+), ranks_archived AS (
+    DELETE FROM {ranks} r USING written w WHERE r.memory_id = w.id AND w.archive
 ), uncounted AS (
     -- The archived memories leave the keyword counts, counted here once for the statement
     -- (the row trigger stands aside: ultron.lexemes_counted is set for this transaction).
     INSERT INTO {counts} (lexeme, memories)
     SELECT lexeme, -count(*) FROM (
         SELECT unnest(tsvector_to_array(m.search_vector)) AS lexeme
-        FROM {table} m JOIN decided d ON d.id = m.id WHERE d.archive
-        UNION ALL SELECT '' FROM decided WHERE archive
+        FROM {table} m JOIN written w ON w.id = m.id WHERE w.archive
+        UNION ALL SELECT '' FROM written WHERE archive
     ) pieces GROUP BY lexeme
 )
 SELECT count(*) FILTER (WHERE moved), count(*) FILTER (WHERE archive) FROM written
 """
+
+_TRIGGERS_ASIDE = "SELECT set_config('ultron.lexemes_counted', %s, true), set_config('ultron.ranks_written', %s, true)"
 
 
 def tiers_rebalance() -> RebalanceResult:
@@ -88,22 +101,21 @@ def tiers_rebalance() -> RebalanceResult:
     HOT, up to ``HOT + WARM`` percent WARM, the rest COLD. COLD memories not hit (or created)
     for ``ULTRON_ARCHIVE_AFTER_DAYS`` days are archived (0 disables archival).
     """
-    table = Memory._meta.db_table
+    table, ranks = Memory._meta.db_table, MemoryRank._meta.db_table
     hot = settings.ULTRON_HOT_PERCENT
     params = {"hot": hot, "hot_warm": hot + settings.ULTRON_WARM_PERCENT}
     params["days"] = settings.ULTRON_ARCHIVE_AFTER_DAYS
     with transaction.atomic(), connection.cursor() as cursor:
         # Sort and join a million rows in memory rather than in temporary files (this statement only).
         cursor.execute("SET LOCAL work_mem = '256MB'")
-        cursor.execute("SET LOCAL ultron.lexemes_counted = 'on'")
-        cursor.execute(_REBALANCE_SQL.format(table=table, counts=LexemeCount._meta.db_table), params)
+        # The memory table's row triggers stand aside: this statement writes the counts and ranks itself.
+        cursor.execute(_TRIGGERS_ASIDE, ["on", "on"])
+        cursor.execute(_REBALANCE_SQL.format(table=table, ranks=ranks, counts=LexemeCount._meta.db_table), params)
         changed, archived = cursor.fetchone()
-        cursor.execute("SET LOCAL ultron.lexemes_counted = 'off'")
+        cursor.execute(_TRIGGERS_ASIDE, ["off", "off"])
         if archived:
             signals.memories_archived.send(sender=Memory)
-        cursor.execute(
-            f"SELECT tier, count(*) FROM {table} WHERE status = 'active' GROUP BY tier"
-        )
+        cursor.execute(f"SELECT tier, count(*) FROM {ranks} GROUP BY tier")
         counts = dict(cursor.fetchall())
         tier_snapshot_record(counts, archived)
     return RebalanceResult(
