@@ -240,7 +240,7 @@ def centroid_plan_index(memory_id) -> str:
     captured: list = []
 
     def capture(execute, sql, params, many, context):
-        if "ORDER BY centroid <=>" in sql and not captured:
+        if "ORDER BY direction <=>" in sql and not captured:
             captured.append((sql, params))
         return execute(sql, params, many, context)
 
@@ -251,7 +251,7 @@ def centroid_plan_index(memory_id) -> str:
         cursor.execute("SELECT set_config('hnsw.ef_search', '100', true)")
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    found = re.search(r"\b(cluster_centroid_hnsw)\b", plan)
+    found = re.search(r"\b(cluster_direction_hnsw)\b", plan)
     return found.group(1) if found else ""
 
 

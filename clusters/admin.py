@@ -91,7 +91,7 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
     fields = readonly_fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("centroid")
+        return super().get_queryset(request).defer("centroid", "direction")
 
     @admin.display(description="readiness")
     def ready(self, cluster: KnowledgeCluster) -> str:
@@ -128,7 +128,7 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
         polls until the cluster records a newer result."""
         if not self.has_crystallize_permission(request):
             raise PermissionDenied
-        cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid"), pk=cluster_id)
+        cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid", "direction"), pk=cluster_id)
         since = timezone.now().isoformat()  # before queueing: a quick worker may finish at once
         enqueue_on_commit("clusters.tasks.crystallize_task", cluster.pk)
         if request.htmx:
@@ -140,7 +140,7 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
     def crystallization_view(self, request: HtmxHttpRequest, cluster_id: int) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid").select_related("skill"), pk=cluster_id)
+        cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid", "direction").select_related("skill"), pk=cluster_id)
         context = _crystallization_context(cluster, request.GET.get("since"), self.has_crystallize_permission(request))
         if request.htmx:
             return TemplateResponse(request, "admin/clusters/_crystallization.html", context)

@@ -9,13 +9,27 @@ from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
 
+# How far (cosine distance) a cluster's centroid may drift from its indexed ``direction`` before
+# the trigger copies it again: about 2.6 degrees, far inside any similarity threshold the hub
+# uses, and the nearest-cluster query ranks its candidates by the exact centroid anyway.
+DIRECTION_DRIFT = 0.001
+
+
 class KnowledgeCluster(models.Model):
     """Related memories. ``centroid`` holds the *sum* of the active members' unit embeddings:
     its direction is the normalised mean, which is all cosine distance sees, and a sum can be
-    kept exact incrementally (add, subtract) in SQL, even set-based."""
+    kept exact incrementally (add, subtract) in SQL, even set-based.
+
+    ``direction`` is the indexed copy of the centroid for finding the nearest cluster, set by a
+    database trigger (migration clusters/0003), never by the code: it follows ``centroid`` only
+    when the two have drifted apart by more than ``DIRECTION_DRIFT`` (cosine distance), and is
+    NULL for an empty cluster. So a memory joining a large cluster rewrites its row in place
+    (no vector index touched) instead of adding an entry to the HNSW graph each time; the
+    nearest-cluster query finds candidates by ``direction`` and ranks them by the exact sum."""
 
     topic = models.CharField(max_length=200, blank=True)
     centroid = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS)
+    direction = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS, null=True, blank=True, editable=False)
     member_count = models.PositiveIntegerField(default=0)
     skill = models.ForeignKey("clusters.Skill", null=True, blank=True, on_delete=models.SET_NULL,
                               related_name="clusters")
@@ -31,8 +45,10 @@ class KnowledgeCluster(models.Model):
     class Meta:
         ordering = ["-member_count", "pk"]
         indexes = [
-            HnswIndex(fields=["centroid"], name="cluster_centroid_hnsw", opclasses=["vector_cosine_ops"],
-                      m=16, ef_construction=64, condition=Q(member_count__gt=0)),
+            # Nothing indexed refers to centroid, member_count or updated_at: a join that leaves
+            # ``direction`` alone is a HOT update (the table's fillfactor is 50, migration 0003).
+            HnswIndex(fields=["direction"], name="cluster_direction_hnsw", opclasses=["vector_cosine_ops"],
+                      m=16, ef_construction=64),
         ]
         permissions = [("crystallize_cluster", "Can crystallize clusters")]
 

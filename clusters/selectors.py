@@ -30,12 +30,12 @@ def readiness(cluster: KnowledgeCluster) -> str | None:
 
 
 def cluster_list(*, min_members: int = 1) -> QuerySet[KnowledgeCluster]:
-    return KnowledgeCluster.objects.filter(member_count__gte=min_members).select_related("skill").defer("centroid")
+    return KnowledgeCluster.objects.filter(member_count__gte=min_members).select_related("skill").defer("centroid", "direction")
 
 
 def cluster_get(*, cluster_id: int) -> KnowledgeCluster:
     """One cluster (raises ``KnowledgeCluster.DoesNotExist``)."""
-    return KnowledgeCluster.objects.select_related("skill").defer("centroid").get(pk=cluster_id)
+    return KnowledgeCluster.objects.select_related("skill").defer("centroid", "direction").get(pk=cluster_id)
 
 
 def cluster_members(*, cluster: KnowledgeCluster) -> QuerySet[Memory]:

@@ -115,7 +115,7 @@ def recent_jobs(limit: int = 5) -> list[dict[str, Any]]:
 
 def review_counts(stats: dict[str, Any]) -> dict[str, Any]:
     ready = [c for c in KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
-             .defer("centroid").order_by("-member_count")[:200] if readiness(c)]
+             .defer("centroid", "direction").order_by("-member_count")[:200] if readiness(c)]
     pending = stats["merge_pending"]
     candidates = MergeCandidate.objects.filter(status=CandidateStatus.OPEN, memory__status=Status.ACTIVE,
                                                duplicate_of__status=Status.ACTIVE).count()

@@ -43,11 +43,12 @@ def _centroid_shift(cluster_id: int, *, add: Any = None, subtract: Any = None, m
 
 def nearest_cluster(vector: Any, *, exclude: int | None = None, ef_set: bool = False) -> tuple[int, float] | None:
     """The non-empty cluster whose centroid is nearest to ``vector`` (id, cosine similarity),
-    through the centroid HNSW index.
+    through the index on the clusters' ``direction`` (the centroid as last copied, within
+    ``DIRECTION_DRIFT`` of it), ranked by the exact centroid.
 
-    Every centroid update leaves a dead entry in that index until VACUUM, and pgvector 0.6
-    drops invisible rows only after its index scan: near a busy cluster, the nearest
-    ``hnsw.ef_search`` entries can all be dead, and the scan then finds nothing. So the scan
+    A direction refresh leaves a dead entry in that index until VACUUM, and pgvector 0.6 drops
+    invisible rows only after its index scan: near a busy cluster, the nearest
+    ``hnsw.ef_search`` entries could all be dead, and the scan then finds nothing. So the scan
     looks wider than the default (``ef_set``: the caller has already set it for this
     transaction), and when it still finds nothing (while clusters exist) the exact scan answers."""
     where = "member_count > 0" + ("" if exclude is None else " AND id <> %(exclude)s")
@@ -59,14 +60,22 @@ def nearest_cluster(vector: Any, *, exclude: int | None = None, ef_set: bool = F
     return (int(row[0]), float(row[1])) if row is not None and row[1] is not None else None
 
 
+# Candidates the index branch ranks by the exact centroid: a direction is at most
+# DIRECTION_DRIFT away from its centroid, so the nearest centroid is among the nearest few directions.
+_DIRECTION_CANDIDATES = 8
+
+
 def _nearest_sql(where: str) -> str:
     """The statement behind ``nearest_cluster`` (id, similarity of the centroid nearest to
-    ``%(vector)s`` among the clusters matching ``where``): the index scan, and an exact scan
-    ("+ 0" keeps the planner off the index) that runs only when the index scan found nothing."""
+    ``%(vector)s`` among the clusters matching ``where``): the nearest directions from the index,
+    ranked by their exact centroids, and an exact scan of the centroids ("+ 0" keeps the planner
+    off the index) that runs only when the index scan found nothing."""
     table = KnowledgeCluster._meta.db_table
     return f"""
-        (SELECT id, 1 - (centroid <=> %(vector)s::vector) AS similarity FROM {table}
-         WHERE {where} ORDER BY centroid <=> %(vector)s::vector LIMIT 1)
+        (SELECT id, 1 - (centroid <=> %(vector)s::vector) AS similarity FROM (
+            SELECT id, centroid FROM {table} WHERE {where}
+            ORDER BY direction <=> %(vector)s::vector LIMIT {_DIRECTION_CANDIDATES}
+         ) candidates ORDER BY centroid <=> %(vector)s::vector LIMIT 1)
         UNION ALL
         (SELECT id, 1 - (centroid <=> %(vector)s::vector) FROM {table}
          WHERE {where} ORDER BY (centroid <=> %(vector)s::vector) + 0 LIMIT 1)

@@ -154,7 +154,8 @@ def vector_columns_resize(dims: int) -> None:
         # run until they have fired.
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     with connection.schema_editor() as editor:
-        for model, column in ((KnowledgeCluster, "centroid"), (ClusterMember, "vector"), (Skill, "embedding")):
+        for model, column in ((KnowledgeCluster, "centroid"), (KnowledgeCluster, "direction"), (ClusterMember, "vector"),
+                              (Skill, "embedding")):
             indexes = [i for i in model._meta.indexes if column in i.fields]
             for index in indexes:
                 editor.remove_index(model, index)
