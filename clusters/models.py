@@ -8,7 +8,6 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
-
 # How far (cosine distance) a cluster's centroid may drift from its indexed ``direction`` before
 # the trigger copies it again: about 2.6 degrees, far inside any similarity threshold the hub
 # uses, and the nearest-cluster query ranks its candidates by the exact centroid anyway.

@@ -6,6 +6,7 @@ The first upload adopts the configured embedder; later, a different configuratio
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.db import connection, transaction
@@ -23,6 +24,7 @@ class EmbeddingSpaceMismatch(RuntimeError):
 
 
 _verified_space: tuple[str, str, int, int] | None = None
+_SPACE_LOCK = int.from_bytes(hashlib.sha256(b"ultron:embedding-space").digest()[:8], "big", signed=True)
 
 
 def configured_space() -> tuple[str, str, int, int]:
@@ -46,7 +48,11 @@ def embedding_space_ensure() -> None:
         return
     provider, model, dims, text_format = wanted
     with transaction.atomic():
-        space = EmbeddingSpace.objects.select_for_update().first()
+        # One process at a time: on a fresh hub, a second process must not read "no space yet"
+        # and then, once the first has adopted it and stored a memory, "memories but no space".
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SPACE_LOCK])
+        space = EmbeddingSpace.objects.first()
         column_dims = embedding_column_dimensions()
         matches = space is not None and (space.provider, space.model, space.dimensions, space.text_format) == wanted
         if matches and column_dims == dims:

@@ -5,6 +5,7 @@ older backup up to date; a failed backup leaves no file under the name asked for
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -94,7 +95,9 @@ def test_backup_restored_into_a_fresh_database_holds_every_row_and_an_older_one_
     damaged.write_bytes(data[:middle] + bytes(b ^ 0x5A for b in data[middle:middle + 4096]) + data[middle + 4096:])
     failed = _manage(target, "restore", str(damaged), "--force")
     assert failed.returncode != 0 and "pg_restore failed" in failed.stderr and "as it was before" in failed.stderr
-    assert "pg_restore said: pg_restore: " in failed.stderr
+    # pg_restore's own words follow, whatever they are for this damage ("pg_restore: error: …", or
+    # "out of memory" when the damaged bytes are read as a length).
+    assert re.search(r"pg_restore said: \S", failed.stderr), failed.stderr
     assert _all_rows(target) == source
 
     # A backup of an older schema (the memories app from before its newest table) restored over a

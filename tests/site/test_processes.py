@@ -37,7 +37,7 @@ from agents.services import agent_create, token_issue
 from ingestion import services as ingestion_services
 from ingestion.models import SegmentMemory, SessionRecord, TaskSegment
 from memories.models import Memory, MemoryContribution, MemoryEdit, Status
-from memories.services import memory_upload
+from memories.services import embedding_space_ensure, embedding_space_forget, memory_upload
 from memories.services.edit import memory_edit
 from memories.thresholds import model_thresholds
 
@@ -113,6 +113,15 @@ def web(django_db_setup) -> Iterator[Gunicorn]:
     server = Gunicorn().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _embedding_space(django_db_setup) -> None:
+    """Every test starts with the embedding space recorded, as a running hub has it: the flush
+    after the previous test emptied its table, while the server's workers keep having verified
+    it (a worker that had not would find memories and no space, and refuse to embed)."""
+    embedding_space_forget()
+    embedding_space_ensure()
 
 
 def _token(name: str = "swarm", staff: bool = False) -> str:
@@ -196,6 +205,27 @@ def test_a_curators_edit_racing_duplicate_uploads_loses_neither(web, agent):
     assert {tag for c in after for tag in c.tags} <= set(memory.tags)
 
 
+def _read_response(sock: socket.socket) -> str:
+    """One HTTP response, headers and body (the body may come in a later segment than the
+    headers), up to its Content-Length or the server closing the connection."""
+    data = b""
+    while b"\r\n\r\n" not in data or len(data) < _response_length(data):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace")
+
+
+def _response_length(data: bytes) -> int:
+    head, _, _ = data.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(head) + 4 + int(value)
+    return len(data) + 1  # no length given: read until the server closes
+
+
 def test_a_gigabyte_upload_is_refused_before_it_is_read(web, agent):
     """A client announcing 1 GiB gets its 413 after the headers and a first megabyte; the server
     reads no more and its workers do not grow."""
@@ -210,7 +240,7 @@ def test_a_gigabyte_upload_is_refused_before_it_is_read(web, agent):
             f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.jsonl\"\r\n\r\n")
     with socket.create_connection(("127.0.0.1", web.port), timeout=60) as sock:
         sock.sendall(head.encode() + b'{"role": "user", "content": "x"}\n' * 30_000)  # about 1 MB of 1 GiB
-        answer = sock.recv(65536).decode(errors="replace")
+        answer = _read_response(sock)
     assert answer.startswith("HTTP/1.1 413"), answer[:300]
     assert '"error":"too_large"' in answer.replace(" ", "")
     after = sum(w.memory_info().rss for w in workers)
