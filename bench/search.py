@@ -296,6 +296,9 @@ def main() -> None:
             if label == "API, semantic":
                 figures["api_semantic_p50_ms"], figures["api_semantic_p95_ms"] = p50, p95
         # The same queries again, as agents repeating a question: redaction and embedding cached.
+        # The rows above cleared the cache before every request, so it is filled first (untimed).
+        for text in query_texts:
+            client.post(reverse("memory-search"), {"query": text}, format="json")
         times = []
         for text in query_texts:
             started = time.perf_counter()
