@@ -23,7 +23,7 @@ from django.conf import settings
 
 from ingestion.judgements.chains import Step, steps_of
 from ingestion.judgements.commands import command_key, short_command
-from ingestion.judgements.cues import DATA_NOTE, fence
+from ingestion.judgements.cues import DATA_NOTE, confirms, fence
 from ingestion.parsing import Message
 from memories.providers.embeddings import get_embedder
 from memories.providers.llm import InvalidReply, LLMError, get_llm
@@ -44,6 +44,42 @@ FOLLOW_UP_CUES = re.compile(
     r"|what about|why|how about|and |also|but |now it|doesn'?t work|not working|works|fixed|好的|继续|还是|不行|可以)\b",
     re.IGNORECASE,
 )
+# The user reporting back on what the agent told them to do: "I set pool_size=5 and reran it",
+# "we switched to the slim image", "ok, I've added the header". The verbs are doing verbs: "I wanted
+# to ask…" or "I need…" open something new.
+REPORT_BACK = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so|alright|right|done|yes|yep)\W+)?(?:i|we)(?:'ve|\s+have|\s+just|\s+now|\s+then|\s+also)*"
+    r"\s+(?:(?!(?:wanted|needed|wondered|hoped|planned|intended|liked|loved|noticed|received|heard|learned)\b)"
+    r"[a-z]{2,}ed|set|ran|re-?ran|put|made|did|tried|built|rebuilt|wrote|rewrote|cut)\b"
+    r"|^\W*(?:did|done|tried) (?:that|it|this|so)\b|^\W*(?:after|with) (?:that|this|the|your) (?:change|fix|edit)"
+    # without the subject: "Added cache: 'pip'…", "Removed my hook…", "Deployed with pool_size=3."
+    r"|^\W*(?!(?:based|related|supposed|used|needed|wanted|interested|asked|unrelated)\b)[a-z]{3,}ed\s+(?!to\b)\S"
+    r"|^\W*(?:did|ran|re-?ran|set|put|made|tried|built|rebuilt)\s+(?:the|a|an|it|that|this|my|our|your|both|steps?|\S*[_=./:]\S*)\b",
+    re.IGNORECASE,
+)
+# Words that name a thing in code or configuration: ``pool_size``, ``max_overflow=0``,
+# ``settings.py``, ``/etc/nginx``, ``--legacy-peer-deps``, and anything in backticks.
+_NAMED_THING = re.compile(r"`([^`\n]{2,60})`|(?<![\w/.-])((?:--?)?[A-Za-z_][\w-]*(?:[_./=:][\w-]+)+|--[a-z][\w-]+)")
+
+
+def named_things(text: str) -> set[str]:
+    found = set()
+    for quoted, bare in _NAMED_THING.findall(text):
+        thing = (quoted or bare).strip().lower().rstrip(".,:;")
+        if len(thing) >= 4 and not re.fullmatch(r"[\d.]+|https?:.*", thing):
+            found.add(thing.split("=", 1)[0])
+    return found
+
+
+def answers_agent(text: str, previous_reply: str) -> bool:
+    """Whether a user turn answers the agent's last reply rather than opening a new goal: it
+    reports doing what the reply said, or it names a thing (a setting, a file, a flag) the reply
+    named."""
+    if REPORT_BACK.match(text):
+        return True
+    return bool(previous_reply) and bool(named_things(text) & named_things(previous_reply))
+
+
 NOISE = re.compile(
     r"^\[Request interrupted|^<(?:command-|local-command|system-reminder|task-notification)"
     r"|^This session is being continued from a previous conversation",
@@ -196,12 +232,17 @@ def segment_offline(messages: list[Message]) -> list[Span]:
     threshold = shift_threshold()
     starts = [0]
     members: list[np.ndarray] = [vectors[0]]
+    closed = False  # the user has confirmed the current task: what follows is judged on its own
     for position, index in enumerate(goals[1:], 1):
         text = _ACKNOWLEDGED.sub("", messages[index].text, count=1) or messages[index].text
+        closed = closed or text != messages[index].text  # "thanks! now …": the thanks closed the task
         vector = vectors[position]
+        reply = next((m.text for m in reversed(messages[goals[position - 1] : index]) if said_aloud(m)), "")
         boundary = False
         if NEW_GOAL_CUES.match(text):
             boundary = True
+        elif confirms(text) or (not closed and answers_agent(text, reply)):
+            boundary = False
         elif not FOLLOW_UP_CUES.match(text) and len(text.split()) >= 6:
             centroid = np.mean(members, axis=0)
             centroid /= np.linalg.norm(centroid) or 1.0
@@ -211,6 +252,7 @@ def segment_offline(messages: list[Message]) -> list[Span]:
             members = [vector]
         else:
             members.append(vector)
+        closed = confirms(messages[index].text)
     return _spans(messages, starts, agent_cuts)
 
 

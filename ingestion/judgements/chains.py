@@ -56,7 +56,7 @@ _MECHANICS = re.compile(r"<tool_use_error>|string to replace not found|has not b
 _PLANNING = re.compile(r"^(?:let me|let.s|now (?:let|I|also)|also,? |i'll|i will|next,|first,|ok(?:ay)?,|i have two options)", re.I)
 _CAUSAL = re.compile(r"\b(?:because|since|means|requires?|needs?|doesn'?t support|does not support|not supported"
                      r"|missing|instead|the (?:issue|problem|cause|error|fix|reason)|root cause|turns out|caused by"
-                     r"|returns|expects?|was (?:not|never)|wasn'?t)\b|原因|因为|需要", re.I)
+                     r"|returns|expects?|has to|have to|must be|was (?:not|never)|wasn'?t)\b|原因|因为|需要", re.I)
 
 
 @dataclass
@@ -244,8 +244,8 @@ def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Ste
     fixes: list[str] = []
     checks: list[str] = []
     for step in steps:
-        if not failed.call < step.call < passed.call or step.failed:
-            continue
+        if not failed.call < step.call < passed.call or step.failed or not_done(step):
+            continue  # a call the user rejected, or the file tool's own mechanics, changed nothing
         if step.is_edit and step.target:
             gist = edit_gist(messages[step.call].text)
             label = f"edited {posixpath.basename(step.target.rstrip('/'))}" + (f" (`{gist}`)" if gist else "")
@@ -274,6 +274,20 @@ def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Ste
     return fixes[:6], checks[:4]
 
 
+def _same_failure(error: str, output: str) -> bool:
+    """Whether a later run failed the same way: the same error line, or the message the error line
+    ends with ("… write /var/lib/docker/…: no space left on device") in the later output, wherever
+    the tool printed it this time."""
+    if error_line(output) == error:
+        return True
+    tail = error.rsplit(": ", 1)[-1].strip()
+    return len(tail.split()) >= 3 and tail.lower() in output.lower()
+
+
+def not_done(step: Step) -> bool:
+    return bool(REJECTED_RE.search(step.output[:300]) or _MECHANICS.search(step.output[:300]))
+
+
 def _typo(error: str, fixes: list[str]) -> bool:
     """The error or the failing command names a word the fix spells differently by a letter or
     two (``buider`` → ``builder``): a slip of the keyboard, not something another agent needs to know."""
@@ -291,7 +305,7 @@ def chains_find(messages: list[Message]) -> list[Chain]:
     for position, step in enumerate(steps):
         if not step.failed or not step.is_shell or step.call in used:
             continue
-        if REJECTED_RE.search(step.output) or _MECHANICS.search(step.output[:300]):
+        if REJECTED_RE.search(step.output) or not_done(step):
             continue
         key = command_key(step.target)
         error = error_line(step.output)
@@ -302,7 +316,7 @@ def chains_find(messages: list[Message]) -> list[Chain]:
                 continue
             if REJECTED_RE.search(later.output[:300]):
                 continue  # the user stopped it: it never ran
-            if later.failed and error_line(later.output) == error:
+            if later.failed and _same_failure(error, later.output):
                 used.add(later.call)  # the same error again: keep looking for the run that got past it
                 continue
             fixes, checks = _fixes(messages, steps, step, later)

@@ -35,13 +35,16 @@ CORRECTION_RE = re.compile(
 )
 PREFERENCE_RE = re.compile(
     r"\b(?:always|never|i prefer|i'd prefer|we prefer|please (?:use|don'?t|do not|always|never)|from now on"
-    r"|remember to|make sure to|don'?t ever|our convention|we use)\b|总是|永远不要|不要用|记住|以后都|请使用|偏好",
+    r"|going forward|from here on|henceforth|in (?:the )?future,? (?:please|always|never|use|don'?t|do not|i|we)"
+    r"|remember (?:to|that)|keep in mind that|make sure to|don'?t ever|stop using|our convention|we use"
+    r"|i'?d (?:like|rather) (?:you to )?(?:always|never|use|stick)|(?:i|we) (?:want|need) you to (?:always|never|use|stop))\b"
+    r"|总是|永远不要|不要用|记住|以后|今后|每次都|请使用|偏好",
     re.I,
 )
 # "always" / "never" state a rule when they lead a clause ("never touch the system python", "we
 # always squash"), not when they describe something ("the workflow never runs on push").
-_DIRECTIVE_ALWAYS = re.compile(r"(?:^\W*|[,;:—]\s*|\b(?:please|we|you|i|and|but|so|should|must)\s+)(?:always|never)\b",
-                               re.I)
+_DIRECTIVE_ALWAYS = re.compile(
+    r"(?:^\W*|[,;:—]\s*|\b(?:please|we|you|i|and|but|so|should|must|to)\s+)(?:always|never)\b", re.I)
 
 
 def states_rule(sentence: str) -> bool:
@@ -51,6 +54,78 @@ def states_rule(sentence: str) -> bool:
     if not cues or sentence.endswith(("?", "？")):
         return False
     return any(cue not in ("always", "never") for cue in cues) or bool(_DIRECTIVE_ALWAYS.search(sentence))
+
+
+# A user reporting a problem in their own words: a failure verb, a named error or exception, a
+# refusal or limit the tool printed ("too many connections", "permission denied", "timed out").
+PROBLEM_RE = re.compile(
+    r"\b(?:fail\w*|error\w*|broken|crash\w*|doesn'?t work|not working|won'?t \w+|can'?t \w+|cannot|could ?n[o']t"
+    r"|unable to|refus\w+|denied|timed? ?out|not found|no such|too many|too large|out of memory|oom\w*"
+    r"|(?:was|were|got|gets|being) killed|killed process|rejected|hangs?|stuck|exception|panic|segfault"
+    r"|stopped working|keeps? (?:failing|crashing|dying|restarting)|bad gateway|forbidden|unauthori[sz]ed"
+    r"|blocked|doesn'?t pass)\b"
+    r"|\w+(?:Error|Exception)\b|\b(?:HTTP\s*)?[45]\d\d(?=\s+(?:(?-i:[A-Z][a-z]+)|error|bad|not|too))|报错|错误|失败|异常|崩溃|不行",
+    re.I,
+)
+# The user confirming the work: thanks or approval up front, or a short report that it works.
+CONFIRM_RE = re.compile(
+    r"^\W*(?:thanks|thank you|thx|great|perfect|awesome|excellent|nice|cool|lgtm|looks good|works|worked|it works"
+    r"|that (?:works|worked|did it|fixed it)|that'?s (?:it|great|perfect|much better)|solved|fixed|brilliant"
+    r"|好的|谢谢|可以了|好了|成功了|完美)",
+    re.IGNORECASE,
+)
+NOT_DONE_RE = re.compile(r"\b(?:still|doesn'?t|does not|didn'?t|did not|not working|fails?|failed|broken|error|but)\b"
+                         r"|还是|不行|报错", re.I)
+# A user saying, in a short turn, that the thing now works: "Confirmed, 180 MB now", "ok it works
+# now", "that did the trick", "all green", "ran clean overnight", "problem solved".
+SUCCESS_SAID_RE = re.compile(
+    r"\b(?:fixed it|fixes it|that fixed|fixed now|(?:it|that|this) (?:works|worked|did it|did the trick|helped)"
+    r"|works (?:now|again|fine|perfectly|great|like a charm)|working (?:now|again|fine)|did the trick"
+    r"|(?:problem|issue) (?:is )?(?:solved|resolved|gone)|solved it|(?:all )?(?:green|good) now|all good"
+    r"|all green|(?:ran|runs|run|went) (?:clean|through|fine)|passes now|passing now|confirmed|no more errors?"
+    r"|(?:error|warning|crash)(?:es|s)? (?:is |are )?gone|(?:it|that) succeeded|back to normal"
+    r"|(?:is |are |all )?(?:ok|okay|fine|green|normal|up|healthy) again|pass(?:es|ed)? (?:the |all |our )?(?:\w+ )?"
+    r"(?:tests?|checks?|ci|build)|works\W*$)\b|🎉|👌|✅"
+    r"|问题解决|解决了|可以了|成功了|好了|没问题了",
+    re.I,
+)
+# What a success report may say without meaning "not done": "no more errors", "it no longer fails".
+_DONE_DESPITE = re.compile(r"\bno (?:more |longer )?\w*\s?(?:errors?|failures?|crash\w*)|\bno longer \w+"
+                           r"|\bwithout (?:an? |any )?(?:errors?|failures?|issues?)|\b(?:errors?|failures?) (?:is |are )?gone", re.I)
+
+
+_WORKED_RE = re.compile(r"^\W*(?:\w+[,!.]?\s+){0,3}(?:works|worked|it works|that (?:works|worked|did it|fixed it)"
+                        r"|solved|fixed|perfect(?:ly)?,? (?:works|it works))\b", re.I)
+
+
+def _clauses(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
+
+
+def _says_it_works(sentence: str) -> bool:
+    cleaned = _DONE_DESPITE.sub("", sentence)
+    return (len(sentence.split()) <= 30 and bool(SUCCESS_SAID_RE.search(cleaned) or CONFIRM_RE.match(cleaned))
+            and not NOT_DONE_RE.search(cleaned))
+
+
+def confirms(text: str) -> bool:
+    """A user turn that confirms the work: it opens with thanks or approval and nothing early in
+    it says otherwise, or one of its first or last sentences says that the thing now works
+    ("Deployed with pool_size=3. Ran the load test: no errors. Great, that fixed it.")."""
+    head = _DONE_DESPITE.sub("", text[:200])
+    if CONFIRM_RE.match(text) and not NOT_DONE_RE.search(head[:80]):
+        return True
+    if PROBLEM_RE.search(_DONE_DESPITE.sub("", text[:2000])):
+        return False  # "… fails with SSLError. curl to the same URL works fine." reports a problem
+    sentences = _clauses(text[:2000])
+    return any(_says_it_works(s) for s in sentences[:2] + sentences[-2:])
+
+
+def confirms_success(text: str) -> bool:
+    """A confirmation that says the thing works (not only thanks for an answer)."""
+    sentences = _clauses(text[:2000])
+    return confirms(text) and any(_says_it_works(s) or _WORKED_RE.match(_DONE_DESPITE.sub("", s))
+                                  for s in sentences[:2] + sentences[-2:])
 
 
 CODING_TOOLS = {"edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "create_file"}

@@ -1,10 +1,15 @@
-"""What the user teaches in a transcript, found without an LLM: a how-to task the user confirmed
-(a ``pattern``: the goal and the steps that worked), a correction of the agent (``correction``:
-what to do instead), and a stated rule or preference (``preference``).
+"""What the user teaches in a transcript, found without an LLM: a fix the user confirmed (an
+``error``: the failure the user reported, and the answer that fixed it), a how-to task the user
+confirmed (a ``pattern``: the goal and the steps that worked), a correction of the agent
+(``correction``: what to do instead), and a stated rule or preference (``preference``).
 
 Only the user's own turns count as confirmation, correction or rule: an agent praising its own
 work proves nothing. Steps come from the agent's final answer when it lists them, otherwise from
-the actions that changed something and did not fail.
+the actions that changed something and did not fail, otherwise (a chat without tools) from the
+answer that told the user what to do.
+
+Each finder can say why it refused a candidate (``notes``): a curator reading a segment that gave
+no memory sees what was considered and why it was not kept.
 """
 
 from __future__ import annotations
@@ -12,21 +17,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingestion.judgements.chains import chains_find, edit_gist, steps_of
+from ingestion.judgements.chains import chains_find, edit_gist, error_line, not_done, steps_of
 from ingestion.judgements.commands import is_look, short_command
-from ingestion.judgements.cues import CORRECTION_RE, ERROR_RE, is_error, states_rule
+from ingestion.judgements.cues import (
+    CORRECTION_RE,
+    ERROR_RE,
+    EXPLAIN_RE,
+    PROBLEM_RE,
+    REJECTED_RE,
+    confirms,
+    confirms_success,
+    is_error,
+    states_rule,
+)
 from ingestion.parsing import Message
 from ingestion.segmentation import is_goal, said_aloud
 from memories.text import normalise_space, truncate_tokens
 
-CONFIRM_RE = re.compile(
-    r"^\W*(?:thanks|thank you|thx|great|perfect|awesome|excellent|nice|cool|lgtm|looks good|works|worked|it works"
-    r"|that (?:works|worked|did it|fixed it)|that'?s (?:it|great|perfect|much better)|solved|fixed|brilliant"
-    r"|好的|谢谢|可以了|好了|成功了|完美)",
-    re.IGNORECASE,
-)
-NOT_DONE_RE = re.compile(r"\b(?:still|doesn'?t|does not|didn'?t|did not|not working|fails?|failed|broken|error|but)\b"
-                         r"|还是|不行|报错", re.I)
 _ANSWERED = re.compile(r'User has answered your questions?:\s*(?P<pairs>.+)', re.S)
 _PAIR = re.compile(r'"(?P<question>[^"]{3,400})"\s*=\s*"(?P<answer>[^"]{1,400})"')
 _REQUEST_RE = re.compile(r"\?|^\W*(?:can|could|would|will) you\b|\b(?:please|how (?:do|can|to)|i want|i need|let'?s|make|"
@@ -67,7 +74,7 @@ def _listed_steps(text: str) -> list[str]:
 def _acted_steps(messages: list[Message], start: int, end: int) -> list[str]:
     found: list[str] = []
     for step in steps_of(messages[start:end]):
-        if step.failed or step.result is None or not step.target:
+        if step.failed or step.result is None or not step.target or not_done(step):
             continue
         if step.is_edit:
             gist = edit_gist(messages[start + step.call].text)
@@ -81,21 +88,95 @@ def _acted_steps(messages: list[Message], start: int, end: int) -> list[str]:
     return found
 
 
-def howto_find(messages: list[Message], goal: int, confirmation: int) -> Lesson | None:
+# An answer that tells the user what to do: inline code or a code block, an instruction verb, a
+# stated cause. Of several answers, the one that says most of this is the fix.
+_INSTRUCTION_RE = re.compile(
+    r"\b(?:use|set|add|cap|install|run|change|switch|upgrade|downgrade|pin|put|remove|replace|raise|lower"
+    r"|increase|reduce|enable|disable|restart|rebuild|move|rename|export|configure|point|copy|delete|update)\b"
+    r"|改成|设置|安装|使用|升级|删除|添加", re.I)
+
+
+def _instructive(text: str) -> int:
+    return (2 * len(re.findall(r"`[^`\n]+`|```", text)) + len(_INSTRUCTION_RE.findall(text))
+            + 2 * len(EXPLAIN_RE.findall(text)) + len(_listed_steps(text)))
+
+
+def _answer(messages: list[Message], start: int, end: int) -> str:
+    """Of the agent's answers between ``start`` and ``end``, the one that tells most of what to do
+    (the earliest of equals); "" when none says anything to do."""
+    answers = [m.text for m in messages[start:end] if said_aloud(m) and len(m.text.split()) >= 6]
+    best = max(answers, key=_instructive, default="")  # max keeps the first of equals
+    return best if best and _instructive(best) else ""
+
+
+def howto_find(messages: list[Message], goal: int, confirmation: int,
+               notes: list[str] | None = None) -> Lesson | None:
     """The user's goal at ``goal``, confirmed at ``confirmation``: the steps that got there."""
     between = messages[goal + 1 : confirmation]
     if any(is_error(m) for m in between[-4:]):
+        _note(notes, f"the how-to confirmed at message {confirmation} ended on a failing command")
         return None  # ended on a failure the confirmation does not cover
     answers = [m.text for m in between if said_aloud(m)]
     steps = next((items for items in (_listed_steps(t) for t in reversed(answers)) if len(items) >= 2), [])
     if not steps:
+        if chains_find(messages[goal:confirmation]):
+            _note(notes, f"the how-to confirmed at message {confirmation} went through an error and its fix: "
+                         "that error memory holds what it teaches")
+            return None
         steps = _acted_steps(messages, goal + 1, confirmation)
-    if not steps:
-        return None
     ask = truncate_tokens(normalise_space(messages[goal].text), 50)
     said = truncate_tokens(normalise_space(messages[confirmation].text), 25)
-    resolution = "Steps that worked: " + "; ".join(f"{n}. {s}" for n, s in enumerate(steps[:6], 1))
+    if steps:
+        resolution = "Steps that worked: " + "; ".join(f"{n}. {s}" for n, s in enumerate(steps[:6], 1))
+    elif confirms_success(messages[confirmation].text) and (answer := _answer(messages, goal + 1, confirmation)):
+        # A chat without tools: the answer the user followed, confirmed as working.
+        resolution = "What worked: " + normalise_space(answer)
+    else:
+        _note(notes, f"the confirmation at message {confirmation} follows no steps or instructions that worked"
+              if confirms_success(messages[confirmation].text) else
+              f"message {confirmation} thanks the agent but does not say the result works")
+        return None
     return Lesson("pattern", ask, f"confirmed by the user: {said}", truncate_tokens(resolution, 220), 0.65)
+
+
+def fix_find(messages: list[Message], problem: int, last_report: int, confirmation: int,
+             notes: list[str] | None = None) -> Lesson | None:
+    """A failure the user reported at ``problem`` (and last at ``last_report``), answered by the
+    agent, then confirmed by the user as fixed at ``confirmation``: an ``error`` memory with the
+    answer that fixed it and what the user did. A chat without tools has no error chain; this is
+    its lesson."""
+    if not confirms_success(messages[confirmation].text):
+        _note(notes, f"message {confirmation} thanks the agent but does not say the problem is fixed")
+        return None
+    answer = _answer(messages, last_report + 1, confirmation)
+    acted = _acted_steps(messages, last_report + 1, confirmation)
+    if not answer and not acted:
+        _note(notes, f"no answer or action between the problem at message {last_report} and the "
+                     f"confirmation at message {confirmation} says what fixed it")
+        return None
+    text = messages[problem].text
+    quoted = error_line(text)
+    sentences = _sentences(text)
+    content = normalise_space(" ".join(sentences[:2]))
+    if quoted and quoted not in content:
+        content = f"{content} ({quoted})"
+    # What the user reported doing between the answer and the confirmation ("I set pool_size=5").
+    done = [normalise_space(messages[t].text) for t in range(last_report + 1, confirmation)
+            if is_goal(messages[t]) and not PROBLEM_RE.search(messages[t].text)]
+    resolution = normalise_space(answer)
+    if acted:
+        steps = "Steps that worked: " + "; ".join(f"{n}. {step}" for n, step in enumerate(acted[:6], 1))
+        resolution = f"{truncate_tokens(resolution, 120)} {steps}".strip()
+    if done:
+        resolution = f"{truncate_tokens(resolution, 170)} Applied: {truncate_tokens(' '.join(done), 40)}"
+    said = truncate_tokens(normalise_space(messages[confirmation].text), 25)
+    return Lesson("error", truncate_tokens(content, 80), f"confirmed by the user: {said}",
+                  truncate_tokens(resolution, 220), 0.7)
+
+
+def _note(notes: list[str] | None, text: str) -> None:
+    if notes is not None:
+        notes.append(text)
 
 
 def _after(messages: list[Message], index: int) -> str:
@@ -131,12 +212,31 @@ def _question_answers(messages: list[Message]) -> list[Lesson]:
     return found
 
 
-def lessons_find(messages: list[Message]) -> list[Lesson]:
+def _after_rejection(messages: list[Message], index: int) -> bool:
+    """Whether the user's turn at ``index`` follows their rejecting the agent's last action (a
+    refused tool call, an interruption): what they say next steers the work, a correction."""
+    for message in reversed(messages[max(0, index - 3) : index]):
+        if REJECTED_RE.search(message.text[:300]):
+            return True
+        if said_aloud(message) or message.text.startswith("[tool call"):
+            return False
+    return False
+
+
+def _is_request(text: str) -> bool:
+    return bool(_REQUEST_RE.search(text) or PROBLEM_RE.search(text)) and not confirms(text) \
+        and not _ANSWER_RE.match(text)
+
+
+def lessons_find(messages: list[Message], notes: list[str] | None = None) -> list[Lesson]:
+    """The lessons the user's turns teach; why a candidate was refused goes to ``notes``."""
     turns = _user_turns(messages)
     found: list[Lesson] = []
+    task_start = 0  # the first user turn of the task the next confirmation closes
     for position, index in enumerate(turns):
         text = messages[index].text
-        if position > 0 and CORRECTION_RE.search(text) and not ERROR_RE.search(text):
+        steered = position > 0 and _after_rejection(messages, index)
+        if position > 0 and (CORRECTION_RE.search(text) or steered) and not ERROR_RE.search(text):
             statement = " ".join(_sentences(text)[:2])
             found.append(Lesson("correction", truncate_tokens(statement, 60), "", _after(messages, index), 0.6))
             continue
@@ -145,15 +245,20 @@ def lessons_find(messages: list[Message]) -> list[Lesson]:
         rules = [s for s in _sentences(text) if states_rule(s)] if len(text.split()) <= 150 else []
         if rules:
             found.extend(Lesson("preference", truncate_tokens(rule, 60), "", "", 0.6) for rule in rules[:2])
-        if position > 0 and CONFIRM_RE.match(text) and not NOT_DONE_RE.search(text[:80]):
-            requests = [t for t in turns[:position] if _REQUEST_RE.search(messages[t].text)
-                        and not CONFIRM_RE.match(messages[t].text) and not _ANSWER_RE.match(messages[t].text)]
-            if not requests or (_BROKEN_RE.search(messages[requests[-1]].text)
-                                and chains_find(messages[requests[-1] : index])):
-                continue  # no request to confirm, or a repair (its error chain is that memory)
-            lesson = howto_find(messages, requests[-1], index)
-            if lesson is not None:
-                found.append(lesson)
+        if position == 0 or not confirms(text):
+            continue
+        task = turns[task_start:position]
+        task_start = position + 1
+        requests = [t for t in task if _is_request(messages[t].text)]
+        if not requests:
+            _note(notes, f"the confirmation at message {index} follows no request or reported problem")
+            continue
+        problems = [t for t in requests if PROBLEM_RE.search(messages[t].text)]
+        if problems and chains_find(messages[problems[0] : index]):
+            continue  # a repair: its error chain is that memory
+        lesson = (fix_find(messages, problems[0], problems[-1], index, notes) if problems
+                  else howto_find(messages, requests[-1], index, notes))
+        if lesson is not None:
+            found.append(lesson)
     found.extend(_question_answers(messages))
     return found
-

@@ -9,7 +9,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingestion.judgements.chains import chains_find, steps_of
+from ingestion.judgements.chains import (
+    Chain,
+    chain_content,
+    chain_resolution,
+    chains_find,
+    steps_of,
+)
 from ingestion.judgements.commands import command_key
 from ingestion.judgements.cues import (
     CODING_TOOLS,
@@ -22,9 +28,9 @@ from ingestion.judgements.cues import (
     is_error,
     render,
 )
-from ingestion.judgements.lessons import CONFIRM_RE, lessons_find
+from ingestion.judgements.lessons import confirms, lessons_find
 from ingestion.parsing import Message
-from ingestion.segmentation import is_goal
+from ingestion.segmentation import is_goal, named_things
 from memories.providers.llm import InvalidReply, get_llm
 
 TASK_TYPES = ["debugging", "coding", "configuration", "research", "writing", "conversation"]
@@ -62,10 +68,21 @@ def _task_type(messages: list[Message], errors_met: bool) -> str:
 
 # How strongly each kind of evidence says a segment holds reusable experience; combined as a
 # noisy-OR (each piece can make the case on its own, more pieces make it surer).
-_EVIDENCE = {"chain": 0.7, "explained": 0.8, "correction": 0.7, "preference": 0.7, "pattern": 0.7,
-             "completed": 0.35}
+_EVIDENCE = {"chain": 0.7, "explained": 0.8, "error": 0.7, "correction": 0.7, "preference": 0.7,
+             "pattern": 0.7, "completed": 0.35}
 _REVERT_RE = re.compile(r"^git (?:checkout|restore|revert|reset|stash)$")
 _USER_UNDO_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|throw (?:it|that) away)\b|撤销|回滚", re.I)
+
+
+def _undoes_lesson(request: str, chains: list[Chain]) -> bool:
+    """Whether an undo (the user's request, or a ``git checkout/restore/revert/reset/stash``) takes
+    back the work itself: it names nothing in particular ("revert that", ``git stash``), or it
+    names a thing an error's fix changed. "Revert the default_server bit, it
+    wasn't asked for" takes back an extra, not the fix the segment teaches."""
+    named = {thing for thing in named_things(request) if not thing.startswith("-")}
+    if not named or not chains:
+        return True
+    return any(named & named_things(f"{chain_content(chain)} {chain_resolution(chain)}") for chain in chains)
 
 
 def score_offline(messages: list[Message]) -> SegmentMetrics:
@@ -85,7 +102,7 @@ def score_offline(messages: list[Message]) -> SegmentMetrics:
     assistant_text = [m.text for m in messages if m.role == "assistant" and not m.text.startswith(("[tool call",
                                                                                                  "[thinking]"))]
     user_turns = [m.text for m in messages if is_goal(m)]
-    confirmed = any(CONFIRM_RE.match(t) for t in user_turns[1:])
+    confirmed = any(confirms(t) for t in user_turns[1:])
     completed = confirmed or bool(assistant_text and SUCCESS_RE.search(assistant_text[-1]) and not ends_failing)
     reusable = bool(chains or lessons) or any(EXPLAIN_RE.search(t) for t in assistant_text)
     found: list[tuple[str, float]] = []
@@ -94,9 +111,10 @@ def score_offline(messages: list[Message]) -> SegmentMetrics:
         found.append((f"{len(chains)} error(s) met and fixed{', with the cause explained' if explained else ''}",
                       _EVIDENCE["explained" if explained else "chain"]))
         found.extend(("another error fixed", 0.3) for _ in chains[1:3])
-    for kind in ("correction", "preference", "pattern"):
+    for kind in ("error", "correction", "preference", "pattern"):
         if any(lesson.memory_type == kind for lesson in lessons):
-            label = {"correction": "the user corrected the agent", "preference": "the user stated a rule or preference",
+            label = {"error": "a fix the user confirmed", "correction": "the user corrected the agent",
+                     "preference": "the user stated a rule or preference",
                      "pattern": "a how-to task the user confirmed"}[kind]
             found.append((label, _EVIDENCE[kind]))
     if completed:
@@ -113,10 +131,13 @@ def score_offline(messages: list[Message]) -> SegmentMetrics:
     if rejected and rejected[-1] >= len(messages) * 0.75 and not completed:  # the work stopped there
         score *= 0.6
         reasons.append("the user interrupted or rejected the work")
-    if any(_REVERT_RE.match(command_key(s.target)) for s in steps if s.is_shell) or any(
-            _USER_UNDO_RE.search(t) for t in user_turns[1:]):
+    undone = [t for t in user_turns[1:] if _USER_UNDO_RE.search(t)]
+    undone += [s.target for s in steps if s.is_shell and _REVERT_RE.match(command_key(s.target))]
+    if any(_undoes_lesson(t, chains) for t in undone):
         score *= 0.75
         reasons.append("work was reverted")
+    elif undone:
+        reasons.append("a part of the work was undone that no fix depends on")
     return SegmentMetrics(
         score=max(0.0, min(1.0, score)), task_type=_task_type(messages, errors_met), completed=completed,
         errors_met=errors_met, errors_resolved=errors_resolved, reusable=reusable, reasons=reasons,
