@@ -50,13 +50,13 @@ _DIAGNOSTIC = re.compile(r"^[\w./-]+\.\w{1,5}:\d+(?::\d+)?:\s*\S.{8,}")
 _CAUSED_BY = re.compile(r"^\s*Caused by:?\s*$", re.I | re.M)
 _GENERIC_ERROR = re.compile(r"\b(?:error|errors|fail(?:ed|s|ure)?)\b", re.I)
 _MARKUP = re.compile(r"</?[a-z][\w-]*[^>]*>.*</?[a-z][\w-]*|\\\"", re.I)  # HTML or escaped JSON dumps
-_NOISE_LINE = re.compile(r"^\s*(?:\[tool result(?: ERROR)?\]\s*)?(?:exit (?:code|status) \d+\s*)?$", re.I)
+_NOISE_LINE = re.compile(r"^\s*(?:\[tool result(?: ERROR)?\]\s*)?(?:exit (?:code|status):? \d+\s*)?$", re.I)
 _MECHANICS = re.compile(r"<tool_use_error>|string to replace not found|has not been read yet|file does not exist"
                         r"|no changes to make|old_string|is not a valid|unknown tool", re.I)
 _PLANNING = re.compile(r"^(?:let me|let.s|now (?:let|I|also)|also,? |i'll|i will|next,|first,|ok(?:ay)?,|i have two options)", re.I)
 _CAUSAL = re.compile(r"\b(?:because|since|means|requires?|needs?|doesn'?t support|does not support|not supported"
                      r"|missing|instead|the (?:issue|problem|cause|error|fix|reason)|root cause|turns out|caused by"
-                     r"|returns|expects?|has to|have to|must be|was (?:not|never)|wasn'?t)\b|原因|因为|需要", re.I)
+                     r"|returns|expects?|has to|have to|must be|was (?:not|never)|wasn'?t)\b|,\s+so\s|原因|因为|需要", re.I)
 
 
 @dataclass
@@ -154,6 +154,7 @@ def error_line(output: str) -> str:
     """The line of a failing result that says what went wrong."""
     lines = [line for line in output.replace("\\n", "\n").splitlines() if not _NOISE_LINE.match(line)]
     cleaned = [re.sub(r"^\s*\[tool result(?: ERROR)?\]\s*(?:Exit code \d+\s*)?", "", line).strip() for line in lines]
+    cleaned = [re.sub(r"^E {2,}", "", line) for line in cleaned]  # pytest marks the failure's own lines "E   "
     cleaned = [line for line in cleaned if len(line) > 6 and not _MARKUP.search(line)]
     candidates = [line for line in cleaned if ERROR_RE.search(line) or _SPECIFIC_ERROR.search(line)
                   or _GENERIC_ERROR.search(line) or _DIAGNOSTIC.match(line)][:12]
@@ -228,8 +229,10 @@ def _says(line: str) -> int:
 def edit_gist(call_text: str) -> str:
     """The line an edit added (new text not in the old) that says the most, short: what the fix
     actually was."""
-    new = _string_field(call_text, "new_string") or _string_field(call_text, "content")
-    old = _string_field(call_text, "old_string")
+    # Claude Code's Edit/Write (new_string, content), Anthropic's text editor tool (new_str, file_text).
+    new = next(filter(None, (_string_field(call_text, name) for name in ("new_string", "new_str", "content",
+                                                                           "file_text"))), "")
+    old = _string_field(call_text, "old_string") or _string_field(call_text, "old_str")
     before = {line.strip() for line in old.splitlines()}
     added = [line.strip() for line in new.splitlines()]
     added = [line for line in added if len(line) >= 8 and line not in before

@@ -47,13 +47,21 @@ _DIRECTIVE_ALWAYS = re.compile(
     r"(?:^\W*|[,;:—]\s*|\b(?:please|we|you|i|and|but|so|should|must|to)\s+)(?:always|never)\b", re.I)
 
 
+# "I never really understood why", "we always had trouble with it": always/never with a past-tense
+# verb tell what happened, not what to do.
+_TOLD_OF = re.compile(r"\b(?:always|never)\s+(?:really\s+|quite\s+|even\s+)?(?:[a-z]+ed|understood|knew|thought|got"
+                      r"|had|was|were|did|saw|heard|made|went|took|found|felt|meant)\b", re.I)
+
+
 def states_rule(sentence: str) -> bool:
     """A sentence that states a rule or preference: a cue, and not a question."""
     sentence = sentence.strip()
     cues = [m.group(0).lower() for m in PREFERENCE_RE.finditer(sentence)]
     if not cues or sentence.endswith(("?", "？")):
         return False
-    return any(cue not in ("always", "never") for cue in cues) or bool(_DIRECTIVE_ALWAYS.search(sentence))
+    if any(cue not in ("always", "never") for cue in cues):
+        return True
+    return bool(_DIRECTIVE_ALWAYS.search(sentence)) and not _TOLD_OF.search(sentence)
 
 
 # A user reporting a problem in their own words: a failure verb, a named error or exception, a
@@ -71,6 +79,7 @@ PROBLEM_RE = re.compile(
 CONFIRM_RE = re.compile(
     r"^\W*(?:thanks|thank you|thx|great|perfect|awesome|excellent|nice|cool|lgtm|looks good|works|worked|it works"
     r"|that (?:works|worked|did it|fixed it)|that'?s (?:it|great|perfect|much better)|solved|fixed|brilliant"
+    r"|exactly (?:what|right)|spot on"
     r"|好的|谢谢|可以了|好了|成功了|完美)",
     re.IGNORECASE,
 )
@@ -85,7 +94,7 @@ SUCCESS_SAID_RE = re.compile(
     r"|all green|(?:ran|runs|run|went) (?:clean|through|fine)|passes now|passing now|confirmed|no more errors?"
     r"|(?:error|warning|crash)(?:es|s)? (?:is |are )?gone|(?:it|that) succeeded|back to normal"
     r"|(?:is |are |all )?(?:ok|okay|fine|green|normal|up|healthy) again|pass(?:es|ed)? (?:the |all |our )?(?:\w+ )?"
-    r"(?:tests?|checks?|ci|build)|works\W*$)\b|🎉|👌|✅"
+    r"(?:tests?|checks?|ci|build))\b|\bworks\W*$|🎉|👌|✅"
     r"|问题解决|解决了|可以了|成功了|好了|没问题了",
     re.I,
 )
@@ -102,10 +111,17 @@ def _clauses(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
 
 
-def _says_it_works(sentence: str) -> bool:
+def _says_it_works(sentence: str, *, or_approves: bool = False) -> bool:
+    """A short sentence that says the thing works ("that did the trick"), or with ``or_approves``
+    one that approves ("Works, thanks!", "Looks good."), and says nothing of it failing."""
     cleaned = _DONE_DESPITE.sub("", sentence)
-    return (len(sentence.split()) <= 30 and bool(SUCCESS_SAID_RE.search(cleaned) or CONFIRM_RE.match(cleaned))
-            and not NOT_DONE_RE.search(cleaned))
+    said = SUCCESS_SAID_RE.search(cleaned) or _WORKED_RE.match(cleaned) or (or_approves and CONFIRM_RE.match(cleaned))
+    return len(sentence.split()) <= 30 and bool(said) and not NOT_DONE_RE.search(cleaned)
+
+
+def reports_problem(text: str) -> bool:
+    """Whether a user turn tells of something failing ("no more errors" does not)."""
+    return bool(PROBLEM_RE.search(_DONE_DESPITE.sub("", text[:2000])))
 
 
 def confirms(text: str) -> bool:
@@ -115,17 +131,16 @@ def confirms(text: str) -> bool:
     head = _DONE_DESPITE.sub("", text[:200])
     if CONFIRM_RE.match(text) and not NOT_DONE_RE.search(head[:80]):
         return True
-    if PROBLEM_RE.search(_DONE_DESPITE.sub("", text[:2000])):
+    if reports_problem(text):
         return False  # "… fails with SSLError. curl to the same URL works fine." reports a problem
     sentences = _clauses(text[:2000])
-    return any(_says_it_works(s) for s in sentences[:2] + sentences[-2:])
+    return any(_says_it_works(s, or_approves=True) for s in sentences[:2] + sentences[-2:])
 
 
 def confirms_success(text: str) -> bool:
     """A confirmation that says the thing works (not only thanks for an answer)."""
     sentences = _clauses(text[:2000])
-    return confirms(text) and any(_says_it_works(s) or _WORKED_RE.match(_DONE_DESPITE.sub("", s))
-                                  for s in sentences[:2] + sentences[-2:])
+    return confirms(text) and any(_says_it_works(s) for s in sentences[:2] + sentences[-2:])
 
 
 CODING_TOOLS = {"edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "create_file"}

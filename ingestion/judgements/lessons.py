@@ -28,6 +28,7 @@ from ingestion.judgements.cues import (
     confirms,
     confirms_success,
     is_error,
+    reports_problem,
     states_rule,
 )
 from ingestion.parsing import Message
@@ -88,6 +89,13 @@ def _acted_steps(messages: list[Message], start: int, end: int) -> list[str]:
     return found
 
 
+# A question about how something is, not about how to get something done: "what does `set -e` do?",
+# "why does git rebase…", "what's the difference between…".
+_KNOWLEDGE_QUESTION = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so|hey|quick question)\W+)?(?:what(?:'s| is| are| does| do)|why|which|who|when|where"
+    r"|is (?:it|there|this|that)|are there|does|do (?:i|you) (?:need|have)|explain|what'?s the difference)\b",
+    re.I,
+)
 # An answer that tells the user what to do: inline code or a code block, an instruction verb, a
 # stated cause. Of several answers, the one that says most of this is the fix.
 _INSTRUCTION_RE = re.compile(
@@ -113,6 +121,10 @@ def howto_find(messages: list[Message], goal: int, confirmation: int,
                notes: list[str] | None = None) -> Lesson | None:
     """The user's goal at ``goal``, confirmed at ``confirmation``: the steps that got there."""
     between = messages[goal + 1 : confirmation]
+    if _KNOWLEDGE_QUESTION.match(messages[goal].text) and not confirms_success(messages[confirmation].text):
+        _note(notes, f"message {goal} asks a question and the user thanked for the answer: knowledge, not a task "
+                     "done and confirmed")
+        return None
     if any(is_error(m) for m in between[-4:]):
         _note(notes, f"the how-to confirmed at message {confirmation} ended on a failing command")
         return None  # ended on a failure the confirmation does not cover
@@ -155,9 +167,8 @@ def fix_find(messages: list[Message], problem: int, last_report: int, confirmati
                      f"confirmation at message {confirmation} says what fixed it")
         return None
     text = messages[problem].text
+    content = truncate_tokens(normalise_space(re.sub(r"```\w*", " ", text)), 80)
     quoted = error_line(text)
-    sentences = _sentences(text)
-    content = normalise_space(" ".join(sentences[:2]))
     if quoted and quoted not in content:
         content = f"{content} ({quoted})"
     # What the user reported doing between the answer and the confirmation ("I set pool_size=5").
@@ -170,7 +181,7 @@ def fix_find(messages: list[Message], problem: int, last_report: int, confirmati
     if done:
         resolution = f"{truncate_tokens(resolution, 170)} Applied: {truncate_tokens(' '.join(done), 40)}"
     said = truncate_tokens(normalise_space(messages[confirmation].text), 25)
-    return Lesson("error", truncate_tokens(content, 80), f"confirmed by the user: {said}",
+    return Lesson("error", truncate_tokens(content, 120), f"confirmed by the user: {said}",
                   truncate_tokens(resolution, 220), 0.7)
 
 
@@ -224,8 +235,11 @@ def _after_rejection(messages: list[Message], index: int) -> bool:
 
 
 def _is_request(text: str) -> bool:
-    return bool(_REQUEST_RE.search(text) or PROBLEM_RE.search(text)) and not confirms(text) \
-        and not _ANSWER_RE.match(text)
+    """A turn that asks for something or reports a problem ("Thanks. Related: terraform plan now
+    fails with …" does both: it closes one task and opens the next)."""
+    if _ANSWER_RE.match(text):
+        return False
+    return reports_problem(text) or (bool(_REQUEST_RE.search(text)) and not confirms(text))
 
 
 def lessons_find(messages: list[Message], notes: list[str] | None = None) -> list[Lesson]:
@@ -248,7 +262,7 @@ def lessons_find(messages: list[Message], notes: list[str] | None = None) -> lis
         if position == 0 or not confirms(text):
             continue
         task = turns[task_start:position]
-        task_start = position + 1
+        task_start = position if reports_problem(text) else position + 1
         requests = [t for t in task if _is_request(messages[t].text)]
         if not requests:
             _note(notes, f"the confirmation at message {index} follows no request or reported problem")
