@@ -156,9 +156,21 @@ class TaskSegmentAdmin(RetryWork):
     list_select_related = ("session",)
     retry_fields = ("scoring", "extraction")
     retry_done = "{} step(s) queued again."
-    readonly_fields = ("session", "index", "topic", "score", "task_type", "scoring", "extraction", "attempts",
+    readonly_fields = ("session", "index", "topic", "outcome_panel", "task_type", "scoring", "extraction", "attempts",
                        "last_error", "conversation_panel")
     fields = readonly_fields
+
+    @admin.display(description="outcome")
+    def outcome_panel(self, segment: TaskSegment) -> str:
+        """The score and its evidence, the memories the segment gave, and why it gave no (more)."""
+        minimum = settings.ULTRON_SEGMENT_MIN_SCORE
+        links = segment.memory_links.select_related("memory").only(
+            "memory_id", "memory__content", "memory__memory_type", "memory__status").order_by("item_index")
+        return render_to_string("admin/ingestion/_segment_outcome.html", {
+            "segment": segment, "minimum": minimum, "links": list(links), "notes": segment.notes or [],
+            "eligible": segment.score is not None and segment.score >= minimum,
+            "reasons": (segment.metrics or {}).get("reasons", []),
+        })
 
     @admin.display(description="score", ordering="score")
     def score_shown(self, segment: TaskSegment) -> str:

@@ -115,6 +115,10 @@ class TaskSegment(WorkItem):
     extracted_items = models.JSONField(
         null=True, blank=True, help_text="what extraction produced, kept so a crash never extracts twice"
     )
+    notes = models.JSONField(
+        default=list, blank=True,
+        help_text="why the segment gave the memories it gave, or none: what scoring and extraction considered and refused",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -50,6 +50,14 @@ def job_progress(*, job: IngestJob) -> dict[str, Any]:
                     .only("session_id", "index", "attempts", "last_error", "scoring", "extraction")
                     .order_by("session_id", "index")):
         failing.setdefault(segment.session_id, []).append(segment)
+    # Finished segments that gave no memory, with the first reason the pipeline recorded.
+    quiet: dict[int, list[dict[str, Any]]] = {}
+    for segment in (TaskSegment.objects.filter(session_id__in=ids, extraction=WorkState.DONE, memory_links__isnull=True)
+                    .only("pk", "session_id", "index", "topic", "notes", "score").order_by("session_id", "index")):
+        entries = quiet.setdefault(segment.session_id, [])
+        if len(entries) < 20:
+            entries.append({"segment_id": segment.pk, "index": segment.index, "topic": segment.topic,
+                            "score": segment.score, "reason": segment_outcome(segment)})
     files = []
     totals = {"segments": 0, "scored": 0, "extracted": 0, "memories": 0, "errors": 0, "parked": 0}
     for item in job.files:
@@ -67,7 +75,7 @@ def job_progress(*, job: IngestJob) -> dict[str, Any]:
                 segmentation=session.segmentation,
                 segments=session.n_segments, scored=session.n_scored, extracted=session.n_extracted,
                 memories=memories.get(session.pk, 0), failed=session.n_failed, parked=session.n_parked,
-                errors=errors,
+                errors=errors, without_memory=quiet.get(session.pk, []),
             )
             totals["segments"] += session.n_segments
             totals["scored"] += session.n_scored
@@ -83,6 +91,14 @@ def job_progress(*, job: IngestJob) -> dict[str, Any]:
         for f in files
     )
     return {"job_id": str(job.pk), "created_at": job.created_at, "done": not pending, **totals, "files": files}
+
+
+def segment_outcome(segment: TaskSegment) -> str:
+    """Why a finished segment gave no memory, in one line: the first note the pipeline kept (the
+    later ones are on the segment's page)."""
+    if segment.notes:
+        return str(segment.notes[0]) + (f" (+{len(segment.notes) - 1} more)" if len(segment.notes) > 1 else "")
+    return "no reason recorded (processed before reasons were kept)"
 
 
 def segments_for_training(

@@ -300,8 +300,9 @@ def _typo(error: str, fixes: list[str]) -> bool:
     return any(a not in b and b not in a and difflib.SequenceMatcher(None, a, b).ratio() >= 0.85 for a, b in pairs)
 
 
-def chains_find(messages: list[Message]) -> list[Chain]:
-    """Each failing command paired with the later run of the same command that got past its error."""
+def chains_find(messages: list[Message], notes: list[str] | None = None) -> list[Chain]:
+    """Each failing command paired with the later run of the same command that got past its error.
+    Why a failure gave no chain goes to ``notes``."""
     steps = [s for s in steps_of(messages) if s.result is not None]
     chains: list[Chain] = []
     used: set[int] = set()
@@ -314,6 +315,7 @@ def chains_find(messages: list[Message]) -> list[Chain]:
         error = error_line(step.output)
         if not key or not error:
             continue
+        said = f"`{short_command(step.target, 60)}` (message {step.call})"
         for later in steps[position + 1 :]:
             if not later.is_shell or runs_again(later.target, step.target) is None:
                 continue
@@ -323,12 +325,24 @@ def chains_find(messages: list[Message]) -> list[Chain]:
                 used.add(later.call)  # the same error again: keep looking for the run that got past it
                 continue
             fixes, checks = _fixes(messages, steps, step, later)
-            if not fixes or _typo(f"{error} {short_command(step.target, 200)}", fixes):
-                break  # passed with nothing changed (flaky), or a misspelling put right: no lesson
+            if not fixes:
+                note(notes, f"{said} passed on a later run with nothing changed in between (a flaky step)")
+                break
+            if _typo(f"{error} {short_command(step.target, 200)}", fixes):
+                note(notes, f"{said} was fixed by correcting a misspelling: nothing to reuse")
+                break
             explanation = _explanation(messages, step.result or step.call, later.call, error)
             chains.append(Chain(step, later, error, fixes, explanation, checks))
             break
+        else:
+            if step.call not in used:
+                note(notes, f"{said} failed ({truncate_tokens(error, 20)}) and was not run again successfully")
     return chains
+
+
+def note(notes: list[str] | None, text: str) -> None:
+    if notes is not None and text not in notes:
+        notes.append(text)
 
 
 def chain_context(chain: Chain) -> str:

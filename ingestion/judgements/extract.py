@@ -17,6 +17,7 @@ from ingestion.judgements.chains import (
     chain_resolution,
     chains_find,
     error_line,
+    note,
     steps_of,
 )
 from ingestion.judgements.cues import (
@@ -31,6 +32,7 @@ from ingestion.judgements.cues import (
 )
 from ingestion.judgements.lessons import lessons_find
 from ingestion.parsing import Message
+from memories.models import MemoryType
 from memories.providers.llm import InvalidReply, get_llm
 from memories.text import estimate_tokens, normalise_space, truncate_tokens
 
@@ -54,7 +56,8 @@ class Extracted:
                    float(data.get("confidence", 0.5)), list(data.get("tags", [])), data.get("memory_type", ""))
 
 
-def _errors_without_calls(messages: list[Message], tags: list[str], topic: str) -> list[Extracted]:
+def _errors_without_calls(messages: list[Message], tags: list[str], topic: str,
+                          notes: list[str] | None = None) -> list[Extracted]:
     """Transcripts that keep tool results but not the calls: an error, then the agent's
     explanation (or report of success) within the next turns."""
     found: list[Extracted] = []
@@ -68,28 +71,33 @@ def _errors_without_calls(messages: list[Message], tags: list[str], topic: str) 
         chosen = next((m for m in window if EXPLAIN_RE.search(m.text)), None) or next(
             (m for m in window if SUCCESS_RE.search(m.text)), None)
         if error in seen or chosen is None:
+            if error not in seen:
+                note(notes, f"the error at message {index} ({truncate_tokens(error, 20)}) has no explanation or "
+                            "success report after it")
             continue  # an error with no fix in sight teaches nothing reusable
         seen.add(error)
         resolution = truncate_tokens(chosen.text, 150)
         confidence = 0.75 if EXPLAIN_RE.search(resolution) else 0.6
-        found.append(Extracted(error, topic, resolution, confidence, tags, "error"))
+        found.append(Extracted(error, topic, resolution, confidence, tags, MemoryType.ERROR))
     return found
 
 
 MAX_CHAINS = 8
 
 
-def extract_offline(messages: list[Message], *, topic: str, task_type: str) -> list[Extracted]:
+def extract_offline(messages: list[Message], *, topic: str, task_type: str,
+                    notes: list[str] | None = None) -> list[Extracted]:
     """Error chains (docs/flow.md#offline-extraction), then what the user taught: confirmed
-    how-to steps, corrections, stated rules."""
+    fixes and how-to steps, corrections, stated rules. Why a candidate was refused goes to
+    ``notes``."""
     tags = ["trajectory", f"type:{task_type}"]
-    chains = chains_find(messages)[:MAX_CHAINS] if steps_of(messages) else []
     if steps_of(messages):
+        chains = chains_find(messages, notes)[:MAX_CHAINS]
         found = [Extracted(chain_content(chain), chain_context(chain), chain_resolution(chain),
-                           0.75 if chain.explanation else 0.65, tags, "error") for chain in chains]
+                           0.75 if chain.explanation else 0.65, tags, MemoryType.ERROR) for chain in chains]
     else:
-        found = _errors_without_calls(messages, tags, topic)[:MAX_CHAINS]
-    for lesson in lessons_find(messages):
+        found = _errors_without_calls(messages, tags, topic, notes)[:MAX_CHAINS]
+    for lesson in lessons_find(messages, notes):
         found.append(Extracted(lesson.content, lesson.context or topic, lesson.resolution, lesson.confidence, tags,
                                lesson.memory_type))
     return found[: MAX_CHAINS + 4]
@@ -168,13 +176,14 @@ MIN_CONFIDENCE = 0.5
 
 
 def extract(messages: list[Message] | None, *, text: str | None = None, topic: str = "",
-            task_type: str = "conversation") -> list[Extracted]:
-    """Memories from a segment (``messages``) or from plain ``text``. Raises LLMError when the
-    configured LLM keeps failing; the caller records the failure and retries later."""
+            task_type: str = "conversation", notes: list[str] | None = None) -> list[Extracted]:
+    """Memories from a segment (``messages``) or from plain ``text``; why candidates were refused
+    goes to ``notes``. Raises LLMError when the configured LLM keeps failing; the caller records
+    the failure and retries later."""
     llm = get_llm()
     if not llm.available:
         if messages is not None:
-            return extract_offline(messages, topic=topic, task_type=task_type)
+            return extract_offline(messages, topic=topic, task_type=task_type, notes=notes)
         return extract_text_offline(text or "")
     budget = settings.ULTRON_LLM_MAX_INPUT_TOKENS - settings.ULTRON_LLM_PROMPT_RESERVE_TOKENS - 800
     if messages is not None:
@@ -186,10 +195,19 @@ def extract(messages: list[Message] | None, *, text: str | None = None, topic: s
         header = f"Task: {topic}\n\n" if topic else ""
         replies = llm.ask_json(system=EXTRACT_PROMPT, user=header + source, validate=_validate_extracted,
                                max_tokens=2000, purpose="extract")
-        found.extend(item for item in replies if grounded(item, header + source))
+        if not replies:
+            note(notes, "the LLM found nothing worth keeping")
+        for item in replies:
+            if grounded(item, header + source):
+                found.append(item)
+            else:
+                note(notes, f"the LLM's \"{truncate_tokens(item.content, 20)}\" is not in the session (ungrounded)")
     tags = ["trajectory", f"type:{task_type}"] if messages is not None else ["text"]
     for item in found:
         item.tags = list(dict.fromkeys(tags + item.tags))
+        if item.confidence < MIN_CONFIDENCE:
+            note(notes, f"the LLM's \"{truncate_tokens(item.content, 20)}\" has confidence {item.confidence:.2f}, "
+                        f"below {MIN_CONFIDENCE}")
     return [item for item in found if item.confidence >= MIN_CONFIDENCE]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingestion.judgements.chains import chains_find, edit_gist, error_line, not_done, steps_of
+from ingestion.judgements.chains import chains_find, edit_gist, error_line, not_done, note, steps_of
 from ingestion.judgements.commands import is_look, short_command
 from ingestion.judgements.cues import (
     CORRECTION_RE,
@@ -33,6 +33,7 @@ from ingestion.judgements.cues import (
 )
 from ingestion.parsing import Message
 from ingestion.segmentation import is_goal, said_aloud
+from memories.models import MemoryType
 from memories.text import normalise_space, truncate_tokens
 
 _ANSWERED = re.compile(r'User has answered your questions?:\s*(?P<pairs>.+)', re.S)
@@ -122,17 +123,17 @@ def howto_find(messages: list[Message], goal: int, confirmation: int,
     """The user's goal at ``goal``, confirmed at ``confirmation``: the steps that got there."""
     between = messages[goal + 1 : confirmation]
     if _KNOWLEDGE_QUESTION.match(messages[goal].text) and not confirms_success(messages[confirmation].text):
-        _note(notes, f"message {goal} asks a question and the user thanked for the answer: knowledge, not a task "
+        note(notes, f"message {goal} asks a question and the user thanked for the answer: knowledge, not a task "
                      "done and confirmed")
         return None
     if any(is_error(m) for m in between[-4:]):
-        _note(notes, f"the how-to confirmed at message {confirmation} ended on a failing command")
+        note(notes, f"the how-to confirmed at message {confirmation} ended on a failing command")
         return None  # ended on a failure the confirmation does not cover
     answers = [m.text for m in between if said_aloud(m)]
     steps = next((items for items in (_listed_steps(t) for t in reversed(answers)) if len(items) >= 2), [])
     if not steps:
         if chains_find(messages[goal:confirmation]):
-            _note(notes, f"the how-to confirmed at message {confirmation} went through an error and its fix: "
+            note(notes, f"the how-to confirmed at message {confirmation} went through an error and its fix: "
                          "that error memory holds what it teaches")
             return None
         steps = _acted_steps(messages, goal + 1, confirmation)
@@ -144,11 +145,11 @@ def howto_find(messages: list[Message], goal: int, confirmation: int,
         # A chat without tools: the answer the user followed, confirmed as working.
         resolution = "What worked: " + normalise_space(answer)
     else:
-        _note(notes, f"the confirmation at message {confirmation} follows no steps or instructions that worked"
+        note(notes, f"the confirmation at message {confirmation} follows no steps or instructions that worked"
               if confirms_success(messages[confirmation].text) else
               f"message {confirmation} thanks the agent but does not say the result works")
         return None
-    return Lesson("pattern", ask, f"confirmed by the user: {said}", truncate_tokens(resolution, 220), 0.65)
+    return Lesson(MemoryType.PATTERN, ask, f"confirmed by the user: {said}", truncate_tokens(resolution, 220), 0.65)
 
 
 def fix_find(messages: list[Message], problem: int, last_report: int, confirmation: int,
@@ -158,12 +159,12 @@ def fix_find(messages: list[Message], problem: int, last_report: int, confirmati
     answer that fixed it and what the user did. A chat without tools has no error chain; this is
     its lesson."""
     if not confirms_success(messages[confirmation].text):
-        _note(notes, f"message {confirmation} thanks the agent but does not say the problem is fixed")
+        note(notes, f"message {confirmation} thanks the agent but does not say the problem is fixed")
         return None
     answer = _answer(messages, last_report + 1, confirmation)
     acted = _acted_steps(messages, last_report + 1, confirmation)
     if not answer and not acted:
-        _note(notes, f"no answer or action between the problem at message {last_report} and the "
+        note(notes, f"no answer or action between the problem at message {last_report} and the "
                      f"confirmation at message {confirmation} says what fixed it")
         return None
     text = messages[problem].text
@@ -181,13 +182,10 @@ def fix_find(messages: list[Message], problem: int, last_report: int, confirmati
     if done:
         resolution = f"{truncate_tokens(resolution, 170)} Applied: {truncate_tokens(' '.join(done), 40)}"
     said = truncate_tokens(normalise_space(messages[confirmation].text), 25)
-    return Lesson("error", truncate_tokens(content, 120), f"confirmed by the user: {said}",
+    return Lesson(MemoryType.ERROR, truncate_tokens(content, 120), f"confirmed by the user: {said}",
                   truncate_tokens(resolution, 220), 0.7)
 
 
-def _note(notes: list[str] | None, text: str) -> None:
-    if notes is not None:
-        notes.append(text)
 
 
 def _after(messages: list[Message], index: int) -> str:
@@ -218,7 +216,7 @@ def _question_answers(messages: list[Message]) -> list[Lesson]:
                 continue
             question = truncate_tokens(normalise_space(pair.group("question")), 40)
             passed_over = f" (rather than: {'; '.join(labels[:4])})" if labels else ""
-            found.append(Lesson("correction", f"Asked \"{question}\", the user answered: {answer}{passed_over}",
+            found.append(Lesson(MemoryType.CORRECTION, f"Asked \"{question}\", the user answered: {answer}{passed_over}",
                                 "", _after(messages, index), 0.6))
     return found
 
@@ -252,20 +250,20 @@ def lessons_find(messages: list[Message], notes: list[str] | None = None) -> lis
         steered = position > 0 and _after_rejection(messages, index)
         if position > 0 and (CORRECTION_RE.search(text) or steered) and not ERROR_RE.search(text):
             statement = " ".join(_sentences(text)[:2])
-            found.append(Lesson("correction", truncate_tokens(statement, 60), "", _after(messages, index), 0.6))
+            found.append(Lesson(MemoryType.CORRECTION, truncate_tokens(statement, 60), "", _after(messages, index), 0.6))
             continue
         # A rule is stated in a turn of conversation; a turn of hundreds of words is a pasted
         # document or a command's prompt template, whose "always"/"never" are not the user's.
         rules = [s for s in _sentences(text) if states_rule(s)] if len(text.split()) <= 150 else []
         if rules:
-            found.extend(Lesson("preference", truncate_tokens(rule, 60), "", "", 0.6) for rule in rules[:2])
+            found.extend(Lesson(MemoryType.PREFERENCE, truncate_tokens(rule, 60), "", "", 0.6) for rule in rules[:2])
         if position == 0 or not confirms(text):
             continue
         task = turns[task_start:position]
         task_start = position if reports_problem(text) else position + 1
         requests = [t for t in task if _is_request(messages[t].text)]
         if not requests:
-            _note(notes, f"the confirmation at message {index} follows no request or reported problem")
+            note(notes, f"the confirmation at message {index} follows no request or reported problem")
             continue
         problems = [t for t in requests if PROBLEM_RE.search(messages[t].text)]
         if problems and chains_find(messages[problems[0] : index]):

@@ -31,6 +31,7 @@ from ingestion.judgements.cues import (
 from ingestion.judgements.lessons import confirms, lessons_find
 from ingestion.parsing import Message
 from ingestion.segmentation import is_goal, named_things
+from memories.models import MemoryType
 from memories.providers.llm import InvalidReply, get_llm
 
 TASK_TYPES = ["debugging", "coding", "configuration", "research", "writing", "conversation"]
@@ -85,12 +86,12 @@ def _undoes_lesson(request: str, chains: list[Chain]) -> bool:
     return any(named & named_things(f"{chain_content(chain)} {chain_resolution(chain)}") for chain in chains)
 
 
-def score_offline(messages: list[Message]) -> SegmentMetrics:
+def score_offline(messages: list[Message], notes: list[str] | None = None) -> SegmentMetrics:
     """Evidence in the segment, not its length: error chains resolved (and explained), what the
     user taught (corrections, rules, confirmed how-to steps), completion; against it, an error
     the segment ends on, work the user rejected, work reverted."""
-    chains = chains_find(messages)
-    lessons = lessons_find(messages)
+    chains = chains_find(messages, notes)
+    lessons = lessons_find(messages, notes)
     steps = [s for s in steps_of(messages) if s.result is not None]
     errors = [i for i, m in enumerate(messages) if is_error(m)]
     errors_met = bool(errors)
@@ -111,7 +112,7 @@ def score_offline(messages: list[Message]) -> SegmentMetrics:
         found.append((f"{len(chains)} error(s) met and fixed{', with the cause explained' if explained else ''}",
                       _EVIDENCE["explained" if explained else "chain"]))
         found.extend(("another error fixed", 0.3) for _ in chains[1:3])
-    for kind in ("error", "correction", "preference", "pattern"):
+    for kind in (MemoryType.ERROR, MemoryType.CORRECTION, MemoryType.PREFERENCE, MemoryType.PATTERN):
         if any(lesson.memory_type == kind for lesson in lessons):
             label = {"error": "a fix the user confirmed", "correction": "the user corrected the agent",
                      "preference": "the user stated a rule or preference",
@@ -176,10 +177,11 @@ SCORE_PROMPT = (
 )
 
 
-def score_segment(messages: list[Message]) -> SegmentMetrics:
-    """LLM rubric when configured (raises LLMError on failure), else the offline scorer."""
+def score_segment(messages: list[Message], notes: list[str] | None = None) -> SegmentMetrics:
+    """LLM rubric when configured (raises LLMError on failure), else the offline scorer; what the
+    offline scorer saw and refused goes to ``notes``."""
     llm = get_llm()
     if not llm.available:
-        return score_offline(messages)
+        return score_offline(messages, notes)
     return llm.ask_json(system=SCORE_PROMPT, user=render(messages), validate=_validate_metrics,
                         max_tokens=400, purpose="score")

@@ -125,8 +125,9 @@ def _messages(segment_row: TaskSegment) -> list[Message]:
 
 def segment_score(*, segment_id: int) -> bool:
     segment_row = TaskSegment.objects.get(pk=segment_id)
+    seen: list[str] = []  # what the offline scorer considered and refused
     try:
-        metrics = score.score_segment(_messages(segment_row))
+        metrics = score.score_segment(_messages(segment_row), seen)
     except Exception as exc:
         attempt_failed(TaskSegment, segment_id, "scoring", exc, lease=segment_row.lease_until)
         return False
@@ -134,10 +135,18 @@ def segment_score(*, segment_id: int) -> bool:
     segment_row.score = metrics.score
     segment_row.task_type = metrics.task_type
     extra = ["metrics", "score", "task_type"]
-    if metrics.score < settings.ULTRON_SEGMENT_MIN_SCORE:
+    minimum = settings.ULTRON_SEGMENT_MIN_SCORE
+    eligible = metrics.score >= minimum
+    if not eligible:
         segment_row.extraction = WorkState.DONE  # not eligible: nothing to extract
         segment_row.extracted_items = []
-        extra += ["extraction", "extracted_items"]
+        found = "; ".join(metrics.reasons) if metrics.reasons else "no error fixed, no fix or how-to the user " \
+            "confirmed, no correction, rule or preference"
+        segment_row.notes = [f"not eligible for extraction: score {metrics.score:.2f} is below {minimum:.2f} "
+                             f"(found: {found})", *seen]
+        extra += ["extraction", "extracted_items", "notes"]
+    logger.info("segment %s scored %.2f (%s)%s", segment_id, metrics.score, "; ".join(metrics.reasons) or "no evidence",
+                "" if eligible else f", not eligible; refused: {' | '.join(seen) or 'nothing'}")
     return work_done(segment_row, "scoring", extra)
 
 
@@ -162,10 +171,15 @@ def segment_extract(*, segment_id: int) -> bool:
     segment_row = TaskSegment.objects.select_related("session", "session__agent").get(pk=segment_id)
     try:
         if segment_row.extracted_items is None:
+            refused: list[str] = []
             items = extract.extract(_messages(segment_row), topic=segment_row.topic,
-                                     task_type=segment_row.task_type or "conversation")
+                                     task_type=segment_row.task_type or "conversation", notes=refused)
             segment_row.extracted_items = [item.as_dict() for item in items]
-            segment_row.save(update_fields=["extracted_items"])
+            segment_row.notes = refused if items else [
+                "nothing extracted" + ("; what was considered:" if refused else ": no candidate lesson found"), *refused]
+            segment_row.save(update_fields=["extracted_items", "notes"])
+            logger.info("segment %s: %d memories extracted%s", segment_id, len(items),
+                        f"; refused: {' | '.join(refused)}" if refused else "")
         session = segment_row.session
         done_items = set(SegmentMemory.objects.filter(segment=segment_row).values_list("item_index", flat=True))
         pending = [(index, item) for index, item in enumerate(segment_row.extracted_items)
@@ -189,8 +203,10 @@ def segment_extract(*, segment_id: int) -> bool:
                    if isinstance(result, memory_services.MemoryInputError)]
         for index, item, error in refused:
             segment_row.extracted_items[index] = {**item, "skipped": str(error)[:300]}
+            segment_row.notes = [*segment_row.notes, f"item {index} refused by the upload: {str(error)[:300]}"]
+            logger.info("segment %s: item %s refused by the upload: %s", segment_id, index, error)
         if refused:
-            segment_row.save(update_fields=["extracted_items"])
+            segment_row.save(update_fields=["extracted_items", "notes"])
     except Exception as exc:
         attempt_failed(TaskSegment, segment_id, "extraction", exc, lease=segment_row.lease_until)
         return False

@@ -87,6 +87,11 @@ _STOP = {
     "our", "your", "his", "her", "their", "its", "what", "which", "who", "there", "here", "not", "just",
     "sure", "fine", "ok", "okay", "yes", "no", "please", "sorry", "glad", "happy", "back", "going", "done",
     "able", "new", "all", "everyone", "team", "guys", "folks", "there's", "it's", "good", "great",
+    # How a user confirms or acknowledges ("Works, thanks!", "Confirmed, 180 MB now"): never a name
+    # called at the start of a sentence, and redacting it would hide the confirmation itself.
+    "works", "worked", "perfect", "awesome", "excellent", "nice", "cool", "confirmed", "solved", "fixed",
+    "brilliant", "lovely", "amazing", "exactly", "right", "agreed", "noted", "understood", "yep", "yeah",
+    "nope", "wow", "thanks", "cheers", "indeed", "absolutely", "correct",
 }
 # Tool, product and platform names that NER tends to take for people.
 TECH_TERMS = {
