@@ -1,13 +1,17 @@
 """What the offline pipeline learns from sessions, against hand-made labels.
 
-    .venv/bin/python bench/sessions.py [--set real|written|heldout|all] [--show] [--json]
+    .venv/bin/python bench/sessions.py [--set real|written|heldout|plain|all] [--show] [--json]
 
 Two labelled sets (tests/data/README.md): ``real`` — the Claude Code session exports under
 ../shared/eval/transcripts/claude_code (labels: tests/data/session_boundaries_agent.jsonl,
 tests/data/session_lessons.jsonl), ``written`` — sessions written by hand in the shapes of
 real agent exports (tests/data/sessions_written/), and ``heldout`` — a second hand-written set
 (tests/data/sessions_heldout/) made after the offline rules were tuned on the first two, and
-never used to tune them. Every file goes through the real ingestion
+never used to tune them, and ``plain`` — sessions of the plainest lessons (a fix the user confirmed in
+plain chat or by a passing rerun, a confirmed how-to, a lasting preference) and of their negative
+controls, in OpenAI, Anthropic and Claude Code shapes, some uploaded in two growing parts
+(tests/data/sessions_plain/, labels per file: memories expected, by type, and memories that must
+not appear). Every file goes through the real ingestion
 service and pipeline (redaction, segmentation, scoring, extraction, the upload funnel) with the
 offline provider, then:
 
@@ -16,7 +20,11 @@ offline provider, then:
 - lessons: a lesson is found when a memory extracted from its file contains, for every keyword
   group of the label, one of the group's alternatives (case-insensitive); recall over lessons,
   precision over extracted memories (a memory that states no labelled lesson of its file is a
-  miss — labels list every lesson a careful engineer saw, so this is the strict reading).
+  miss — labels list every lesson a careful engineer saw, so this is the strict reading);
+- plain: an expected memory is found when a memory of its type holds, for every keyword group, one
+  of its words; a forbidden one is learned when a memory of its type holds all its words. Recall
+  over expected memories; forbidden ones learned; memories that are neither expected nor
+  forbidden are listed with ``--show`` (the plain labels name only the lessons of each shape).
 """
 
 from __future__ import annotations
@@ -37,6 +45,56 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 
 def _read(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def _types(value: str | list[str]) -> set[str]:
+    return {value} if isinstance(value, str) else set(value)
+
+
+def run_plain(folder: Path) -> tuple[dict, list, list]:
+    """The plain set: each session uploaded part by part under one name, the pipeline run after
+    each part, and that part's label checked against the memories its session has then."""
+    import re
+
+    from agents.services import agent_create
+    from ingestion import services
+    from ingestion.models import SegmentMemory
+    from memories.models import Status
+
+    labels = json.loads((folder / "labels.json").read_text())
+    agent = agent_create(name="bench-plain")
+    expected = found = forbidden = learned = 0
+    missed: list[str] = []
+    wrong: list[str] = []
+    started = time.perf_counter()
+    for label in sorted(labels, key=lambda item: item["file"]):
+        identity = re.sub(r"\.v\d+(?=\.jsonl$)", "", label["file"])
+        services.files_ingest(agent=agent, files=[(identity, (folder / label["file"]).read_bytes())])
+        for step in (services.sessions_segment, services.segments_score, services.segments_extract):
+            while step(limit=100)["claimed"]:
+                pass
+        links = SegmentMemory.objects.filter(segment__session__agent=agent, segment__session__identity=identity,
+                                             memory__status=Status.ACTIVE).select_related("memory")
+        memories = [(link.memory.memory_type, f"{link.memory.content} {link.memory.context} "
+                                              f"{link.memory.resolution}".lower()) for link in links]
+        for item in label["expected"]:
+            expected += 1
+            if any(kind in _types(item["type"]) and all(any(w in text for w in group) for group in item["any_of_keywords"])
+                   for kind, text in memories):
+                found += 1
+            else:
+                missed.append(f"{label['file']} [{item['type']}] {item['any_of_keywords']}")
+        for item in label["forbidden"]:
+            forbidden += 1
+            hits = [text for kind, text in memories if kind in _types(item["type"])
+                    and all(w in text for w in item["keywords"])]
+            if hits:
+                learned += 1
+                wrong.append(f"{label['file']} [{item['type']}] {hits[0][:150]}")
+    figures = {"files": len(labels), "seconds": time.perf_counter() - started, "expected": expected,
+               "found": found, "recall": found / expected if expected else 0.0, "forbidden": forbidden,
+               "learned": learned}
+    return figures, missed, wrong
 
 
 def label_sets(which: str) -> list[dict]:
@@ -134,12 +192,14 @@ def run_set(label_set: dict) -> tuple[dict, list, list]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", choices=["real", "written", "heldout", "all"], default="all")
+    parser.add_argument("--set", choices=["real", "written", "heldout", "plain", "all"], default="all")
     parser.add_argument("--show", action="store_true", help="list missed lessons and stray memories")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sets = label_sets(args.set)
-    if not sets:
+    plain = DATA / "sessions_plain"
+    run_plain_set = args.set in ("plain", "all") and (plain / "labels.json").exists()
+    if not sets and not run_plain_set:
         print("no labelled session set found (../shared/eval/transcripts or tests/data/sessions_written)")
         return
     django_setup()
@@ -165,6 +225,18 @@ def main() -> None:
                 print("\nmemories that state no labelled lesson:")
                 for file, memory in stray:
                     print(f"- {file[:12]} [{memory['type']}] {memory['content'][:120]} | {memory['resolution'][:100]}")
+        if run_plain_set:
+            figures, missed_items, wrong = run_plain(plain)
+            results["plain"] = figures
+            print_table(f"Sessions — plain ({figures['files']} files, {figures['seconds']:.0f} s)", [
+                ("expected memories found", f"{figures['recall']:.2f} ({figures['found']} of {figures['expected']})"),
+                ("forbidden memories learned", f"{figures['learned']} of {figures['forbidden']}"),
+            ])
+            if args.show:
+                print("\nmissed:")
+                print("\n".join(f"- {line}" for line in missed_items) or "- none")
+                print("\nlearned what it should not:")
+                print("\n".join(f"- {line}" for line in wrong) or "- none")
     write_results("sessions", results, as_json=args.json)
 
 
