@@ -11,7 +11,9 @@ never used to tune them, and ``plain`` — sessions of the plainest lessons (a f
 plain chat or by a passing rerun, a confirmed how-to, a lasting preference) and of their negative
 controls, in OpenAI, Anthropic and Claude Code shapes, some uploaded in two growing parts
 (tests/data/sessions_plain/, labels per file: memories expected, by type, and memories that must
-not appear). Every file goes through the real ingestion
+not appear), and ``plain-heldout`` — the same shapes in other domains and wordings
+(tests/data/sessions_plain_heldout/), written after the rules were tuned on ``plain``. Every file
+goes through the real ingestion
 service and pipeline (redaction, segmentation, scoring, extraction, the upload funnel) with the
 offline provider, then:
 
@@ -51,7 +53,7 @@ def _types(value: str | list[str]) -> set[str]:
     return {value} if isinstance(value, str) else set(value)
 
 
-def run_plain(folder: Path) -> tuple[dict, list, list]:
+def run_plain(folder: Path, name: str) -> tuple[dict, list, list]:
     """The plain set: each session uploaded part by part under one name, the pipeline run after
     each part, and that part's label checked against the memories its session has then."""
     import re
@@ -62,7 +64,7 @@ def run_plain(folder: Path) -> tuple[dict, list, list]:
     from memories.models import Status
 
     labels = json.loads((folder / "labels.json").read_text())
-    agent = agent_create(name="bench-plain")
+    agent = agent_create(name=f"bench-{name}")
     expected = found = forbidden = learned = 0
     missed: list[str] = []
     wrong: list[str] = []
@@ -192,14 +194,16 @@ def run_set(label_set: dict) -> tuple[dict, list, list]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", choices=["real", "written", "heldout", "plain", "all"], default="all")
+    parser.add_argument("--set", choices=["real", "written", "heldout", "plain", "plain-heldout", "all"],
+                        default="all")
     parser.add_argument("--show", action="store_true", help="list missed lessons and stray memories")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sets = label_sets(args.set)
-    plain = DATA / "sessions_plain"
-    run_plain_set = args.set in ("plain", "all") and (plain / "labels.json").exists()
-    if not sets and not run_plain_set:
+    plain_sets = [(name, DATA / folder) for name, folder in (("plain", "sessions_plain"),
+                                                             ("plain-heldout", "sessions_plain_heldout"))
+                  if args.set in (name, "all") and (DATA / folder / "labels.json").exists()]
+    if not sets and not plain_sets:
         print("no labelled session set found (../shared/eval/transcripts or tests/data/sessions_written)")
         return
     django_setup()
@@ -225,10 +229,10 @@ def main() -> None:
                 print("\nmemories that state no labelled lesson:")
                 for file, memory in stray:
                     print(f"- {file[:12]} [{memory['type']}] {memory['content'][:120]} | {memory['resolution'][:100]}")
-        if run_plain_set:
-            figures, missed_items, wrong = run_plain(plain)
-            results["plain"] = figures
-            print_table(f"Sessions — plain ({figures['files']} files, {figures['seconds']:.0f} s)", [
+        for name, folder in plain_sets:
+            figures, missed_items, wrong = run_plain(folder, name)
+            results[name] = figures
+            print_table(f"Sessions — {name} ({figures['files']} files, {figures['seconds']:.0f} s)", [
                 ("expected memories found", f"{figures['recall']:.2f} ({figures['found']} of {figures['expected']})"),
                 ("forbidden memories learned", f"{figures['learned']} of {figures['forbidden']}"),
             ])

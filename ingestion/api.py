@@ -51,6 +51,14 @@ class JobErrorSerializer(serializers.Serializer):
     parked = serializers.BooleanField(required=False)
 
 
+class JobQuietSegmentSerializer(serializers.Serializer):
+    segment_id = serializers.IntegerField()
+    index = serializers.IntegerField()
+    topic = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+    reason = serializers.CharField(help_text="why the segment gave no memory (the first of its notes)")
+
+
 class JobFileSerializer(serializers.Serializer):
     """A file's progress; the counts appear once its session is stored."""
 
@@ -66,6 +74,8 @@ class JobFileSerializer(serializers.Serializer):
     parked = serializers.IntegerField(required=False)
     # A field named like a serializer attribute: DRF takes it out of the class, mypy cannot know.
     errors = JobErrorSerializer(many=True, required=False)  # type: ignore[assignment]
+    without_memory = JobQuietSegmentSerializer(
+        many=True, required=False, help_text="finished segments that gave no memory, and why (at most 20)")
 
 
 class JobProgressSerializer(serializers.Serializer):

@@ -209,5 +209,15 @@ def result_text(text: str, error: bool) -> str:
     return f"[tool result{' ERROR' if error else ''}] {clip(text, RESULT_CHARS)}"
 
 
+def spoken_first(parts: list[str]) -> list[str]:
+    """A turn's parts with what the agent says to the user ahead of its thinking, so that a turn
+    that thinks and then answers reads as an answer (the readers know a turn by how it begins:
+    ``[thinking]``, ``[tool call …]`` or words said aloud). Thinking stays ahead of tool calls."""
+    said = [p for p in parts if not p.startswith(("[thinking]", "[tool call", "[tool result"))]
+    if not said or not parts or not parts[0].startswith("[thinking]"):
+        return parts
+    return said + [p for p in parts if p not in said]
+
+
 def thinking_text(text: str) -> str:
     return f"[thinking] {clip(text, THINKING_CHARS)}" if text.strip() else ""

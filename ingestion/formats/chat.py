@@ -22,6 +22,7 @@ from ingestion.formats.base import (
     exit_code,
     make_call,
     result_text,
+    spoken_first,
     stringify,
     thinking_text,
 )
@@ -133,7 +134,7 @@ def normalise_row(row: Any, line: int) -> tuple[Message | None, str | None]:
         text = "\n".join(parts)
         message.is_error = _failed(text, bool(row.get("is_error")))
         parts = [result_text(text, message.is_error)]
-    message.text = clip("\n".join(p for p in parts if p and p.strip()).strip())
+    message.text = clip("\n".join(p for p in spoken_first(parts) if p and p.strip()).strip())
     if not message.text:
         return None, None  # an empty turn carries nothing
     return message, None

@@ -34,6 +34,7 @@ from ingestion.formats.base import (
     make_call,
     obj,
     result_text,
+    spoken_first,
     stringify,
     text_of,
     thinking_text,
@@ -119,7 +120,7 @@ class _Contents:
         if not calls and "".join(texts).strip() == _ACK:
             self.out.skipped += 1
             return
-        self.out.add(build("assistant", number, texts, tool_names=[c["name"] for c in calls], calls=calls))
+        self.out.add(build("assistant", number, spoken_first(texts), tool_names=[c["name"] for c in calls], calls=calls))
 
     def user(self, parts: list[Any], number: int) -> None:
         texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]

@@ -171,15 +171,15 @@ def segment_extract(*, segment_id: int) -> bool:
     segment_row = TaskSegment.objects.select_related("session", "session__agent").get(pk=segment_id)
     try:
         if segment_row.extracted_items is None:
-            refused: list[str] = []
+            considered: list[str] = []
             items = extract.extract(_messages(segment_row), topic=segment_row.topic,
-                                     task_type=segment_row.task_type or "conversation", notes=refused)
+                                     task_type=segment_row.task_type or "conversation", notes=considered)
             segment_row.extracted_items = [item.as_dict() for item in items]
-            segment_row.notes = refused if items else [
-                "nothing extracted" + ("; what was considered:" if refused else ": no candidate lesson found"), *refused]
+            segment_row.notes = considered if items else [
+                "nothing extracted" + ("; what was considered:" if considered else ": no candidate lesson found"), *considered]
             segment_row.save(update_fields=["extracted_items", "notes"])
             logger.info("segment %s: %d memories extracted%s", segment_id, len(items),
-                        f"; refused: {' | '.join(refused)}" if refused else "")
+                        f"; refused: {' | '.join(considered)}" if considered else "")
         session = segment_row.session
         done_items = set(SegmentMemory.objects.filter(segment=segment_row).values_list("item_index", flat=True))
         pending = [(index, item) for index, item in enumerate(segment_row.extracted_items)

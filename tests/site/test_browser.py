@@ -192,3 +192,37 @@ def test_curator_splits_a_pending_merge_and_crystallizes_a_cluster(browser, live
     assert curator.page.locator(".hub-skill h2", has_text="Steps").count() == 1
     curator.shot("skill")
     curator.check_clean()
+
+
+def test_admin_reads_why_a_segment_gave_no_memory(browser, live_server, agent, tmp_path):
+    """A session with a confirmed fix, a preference and a how-to, and one whose fix did not work:
+    the job page says which segments gave nothing and why, the segment pages show the memories
+    they gave or the reasons, and the memory page shows the conversation it came from."""
+    plain = Path(__file__).resolve().parent.parent / "data" / "sessions_plain"
+    admin = Session(browser, live_server.url, "admin")
+    admin.go("/admin/ingestion/ingestjob/upload/")
+    admin.page.select_option("#id_agent", label=agent.name)
+    admin.page.set_input_files("#id_session_files", [str(plain / "oa06_nginx_upload_multi.jsonl"),
+                                                     str(plain / "oa08_ssh_port22_still_failing.jsonl"),
+                                                     str(plain / "cc07_docker_shrink.jsonl")])
+    admin.page.click("form.hub-form button[type=submit]")
+    admin.page.wait_for_selector("text=done", timeout=60_000)
+    assert admin.page.locator("text=gave no memory").count() >= 1
+    admin.shot("ingest-job-reasons")
+    admin.page.locator(".hub-quiet-segments a").first.click()
+    admin.page.wait_for_load_state("networkidle")
+    assert admin.page.locator("text=No memory came from this segment").count() == 1
+    assert admin.page.locator(".hub-outcome li").count() >= 1
+    admin.shot("segment-no-memory")
+    from ingestion.models import SegmentMemory
+
+    link = SegmentMemory.objects.select_related("segment").filter(memory__memory_type="error").first()
+    assert link is not None
+    admin.go(f"/admin/ingestion/tasksegment/{link.segment_id}/change/")
+    assert admin.page.locator(f"a[href*='{link.memory_id}']").count() == 1
+    admin.shot("segment-with-memory")
+    admin.go(f"/admin/memories/memory/{link.memory_id}/change/")
+    admin.page.wait_for_selector(".hub-message", timeout=30_000)  # the conversation panel loads
+    assert admin.page.locator("text=Loading the conversation").count() == 0
+    admin.shot("memory-with-conversation")
+    admin.check_clean()
