@@ -23,7 +23,7 @@ from django.conf import settings
 
 from ingestion.judgements.chains import Step, steps_of
 from ingestion.judgements.commands import command_key, short_command
-from ingestion.judgements.cues import DATA_NOTE, confirms, fence
+from ingestion.judgements.cues import ACKNOWLEDGED_RE, DATA_NOTE, confirms, fence, named_things
 from ingestion.parsing import Message
 from memories.providers.embeddings import get_embedder
 from memories.providers.llm import InvalidReply, LLMError, get_llm
@@ -39,7 +39,7 @@ NEW_GOAL_CUES = re.compile(
     re.IGNORECASE,
 )
 FOLLOW_UP_CUES = re.compile(
-    r"^\W*(?:yes|yeah|yep|no|nope|ok|okay|sure|thanks|thank you|great|perfect|continue|go on|go ahead|proceed"
+    r"^\W*(?:(?:hmm+|um+|uh+|well|wait|oh|ah|so)\W+)?(?:yes|yeah|yep|no|nope|ok|okay|sure|thanks|thank you|great|perfect|continue|go on|go ahead|proceed"
     r"|try again|retry|still|same (?:error|problem|issue)|it (?:still|didn'?t|doesn'?t|does not|did not)|that (?:didn'?t|doesn'?t|worked|works)"
     r"|what about|why|how about|and |also|but |now it|doesn'?t work|not working|works|fixed|好的|继续|还是|不行|可以)\b",
     re.IGNORECASE,
@@ -57,20 +57,6 @@ REPORT_BACK = re.compile(
     r"|^\W*(?:did|ran|re-?ran|set|put|made|tried|built|rebuilt)\s+(?:the|a|an|it|that|this|my|our|your|both|steps?|\S*[_=./:]\S*)\b",
     re.IGNORECASE,
 )
-# Words that name a thing in code or configuration: ``pool_size``, ``max_overflow=0``,
-# ``settings.py``, ``/etc/nginx``, ``--legacy-peer-deps``, and anything in backticks.
-_NAMED_THING = re.compile(r"`([^`\n]{2,60})`|(?<![\w/.-])((?:--?)?[A-Za-z_][\w-]*(?:[_./=:][\w-]+)+|--[a-z][\w-]+)")
-
-
-def named_things(text: str) -> set[str]:
-    found = set()
-    for quoted, bare in _NAMED_THING.findall(text):
-        thing = (quoted or bare).strip().lower().rstrip(".,:;")
-        if len(thing) >= 4 and not re.fullmatch(r"[\d.]+|https?:.*", thing):
-            found.add(thing.split("=", 1)[0])
-    return found
-
-
 def answers_agent(text: str, previous_reply: str) -> bool:
     """Whether a user turn answers the agent's last reply rather than opening a new goal: it
     reports doing what the reply said, or it names a thing (a setting, a file, a flag) the reply
@@ -204,15 +190,6 @@ def _quiet(command: str) -> bool:
     return bool(re.match(r"^(?:git (?:status|log|add|diff|fetch|pull)|\S+ (?:sync|list|ready))\b", short_command(command)))
 
 
-# "thanks! btw, what is …", "nice. can you add …": the thanks closes the last task, what follows
-# is judged on its own.
-_ACKNOWLEDGED = re.compile(
-    r"^\W*(?:thanks|thank you|thx|great|nice|cool|perfect|awesome|ok(?:ay)?|good|lovely|excellent|done|works)"
-    r"(?: (?:a lot|so much|again))?[!.,;:]+\s*(?:(?:btw|by the way|also|and|so|now)\b[,:]?\s*)?(?=\S.{20,})",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
 def shift_threshold() -> float:
     """How similar a user turn must be to the current goals to stay in the segment: the setting
     when given, else the embedding model's same-topic threshold (the one clustering uses)."""
@@ -234,7 +211,7 @@ def segment_offline(messages: list[Message]) -> list[Span]:
     members: list[np.ndarray] = [vectors[0]]
     closed = False  # the user has confirmed the current task: what follows is judged on its own
     for position, index in enumerate(goals[1:], 1):
-        text = _ACKNOWLEDGED.sub("", messages[index].text, count=1) or messages[index].text
+        text = ACKNOWLEDGED_RE.sub("", messages[index].text, count=1) or messages[index].text
         closed = closed or text != messages[index].text  # "thanks! now …": the thanks closed the task
         vector = vectors[position]
         reply = next((m.text for m in reversed(messages[goals[position - 1] : index]) if said_aloud(m)), "")

@@ -29,7 +29,7 @@ from ingestion.judgements.commands import (
     short_command,
     strip_shell,
 )
-from ingestion.judgements.cues import ERROR_RE, EXPLAIN_RE, REJECTED_RE, is_error
+from ingestion.judgements.cues import ERROR_RE, EXPLAIN_RE, REJECTED_RE, is_error, named_things
 from ingestion.parsing import Message
 from memories.text import first_sentence, normalise_space, truncate_tokens
 
@@ -194,7 +194,7 @@ def _explanation(messages: list[Message], start: int, end: int, error: str = "")
         for order, text in enumerate(group):
             for sentence in re.split(r"(?<=[.!?。])\s+|\n+", text):
                 sentence = sentence.strip(" -*:")
-                if len(sentence.split()) < 5 or _PLANNING.match(sentence):
+                if len(sentence.split()) < 5 or _PLANNING.match(sentence) or sentence.startswith("[tool "):
                     continue
                 cues = len(_CAUSAL.findall(sentence)) + len(EXPLAIN_RE.findall(sentence))
                 shared = len(error_words & _words(sentence))
@@ -343,6 +343,17 @@ def chains_find(messages: list[Message], notes: list[str] | None = None) -> list
 def note(notes: list[str] | None, text: str) -> None:
     if notes is not None and text not in notes:
         notes.append(text)
+
+
+def undoes(request: str, chains: list[Chain]) -> bool:
+    """Whether an undo (the user's request, or a ``git checkout/restore/revert/reset/stash``) takes
+    back the work of these chains: it names nothing in particular ("revert that", ``git stash``),
+    or it names a thing one of their fixes changed. "Revert the default_server bit, it wasn't asked
+    for" takes back an extra, not the fix."""
+    named = {thing for thing in named_things(request) if not thing.startswith("-")}
+    if not named or not chains:
+        return True
+    return any(named & named_things(f"{chain_content(chain)} {chain_resolution(chain)}") for chain in chains)
 
 
 def chain_context(chain: Chain) -> str:

@@ -29,14 +29,15 @@ EXPLAIN_RE = re.compile(
     re.I,
 )
 CORRECTION_RE = re.compile(
-    r"^\W*(?:no[,.!]|nope|actually|that'?s (?:wrong|not|incorrect)|this is wrong|wrong[,.]|not (?:that|what)"
+    r"^\W*(?:(?:hmm+|um+|uh+|well|wait|oh|ah)\W+)?(?:no[,.!]|nope|actually|that'?s (?:wrong|not|incorrect)|this is wrong|wrong[,.]|not (?:that|what)"
     r"|you should(?:n'?t| not)?|don'?t use|do not use|instead,? use|use \S+ instead|不对|不是|错了|应该)",
     re.I,
 )
 PREFERENCE_RE = re.compile(
     r"\b(?:always|never|i prefer|i'd prefer|we prefer|please (?:use|don'?t|do not|always|never)|from now on"
     r"|going forward|from here on|henceforth|in (?:the )?future,? (?:please|always|never|use|don'?t|do not|i|we)"
-    r"|remember (?:to|that)|keep in mind that|make sure to|don'?t ever|stop using|our convention|we use"
+    r"|remember (?:to|that)|keep in mind that|make sure to|don'?t ever|stop using|our convention"
+    r"|(?:we|i) (?:only |just |always |never )?(?:ever )?use|(?:please |always )default to|by default,? (?:use|please)"
     r"|i'?d (?:like|rather) (?:you to )?(?:always|never|use|stick)|(?:i|we) (?:want|need) you to (?:always|never|use|stop))\b"
     r"|总是|永远不要|不要用|记住|以后|今后|每次都|请使用|偏好",
     re.I,
@@ -68,18 +69,28 @@ def states_rule(sentence: str) -> bool:
 # refusal or limit the tool printed ("too many connections", "permission denied", "timed out").
 PROBLEM_RE = re.compile(
     r"\b(?:fail\w*|error\w*|broken|crash\w*|doesn'?t work|not working|won'?t \w+|can'?t \w+|cannot|could ?n[o']t"
-    r"|unable to|refus\w+|denied|timed? ?out|not found|no such|too many|too large|out of memory|oom\w*"
+    r"|unable to|refus\w+|denied|timed? ?out|times? out|timing out|not found|no such|too many|too large|out of memory|oom\w*"
     r"|(?:was|were|got|gets|being) killed|killed process|rejected|hangs?|stuck|exception|panic|segfault"
     r"|stopped working|keeps? (?:failing|crashing|dying|restarting)|bad gateway|forbidden|unauthori[sz]ed"
     r"|blocked|doesn'?t pass)\b"
     r"|\w+(?:Error|Exception)\b|\b(?:HTTP\s*)?[45]\d\d(?=\s+(?:(?-i:[A-Z][a-z]+)|error|bad|not|too))|报错|错误|失败|异常|崩溃|不行",
     re.I,
 )
+# "thanks! btw, what is …", "nice. can you add …": the thanks closes the last task, what follows
+# is judged on its own.
+ACKNOWLEDGED_RE = re.compile(
+    r"^\W*(?:thanks|thank you|thx|great|nice|cool|perfect|awesome|ok(?:ay)?|good|lovely|excellent|done|works)"
+    r"(?: (?:a lot|so much|again))?[!.,;:]+\s*(?:(?:btw|by the way|also|and|so|now)\b[,:]?\s*)?(?=\S.{20,})",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
 # The user confirming the work: thanks or approval up front, or a short report that it works.
 CONFIRM_RE = re.compile(
     r"^\W*(?:thanks|thank you|thx|great|perfect|awesome|excellent|nice|cool|lgtm|looks good|works|worked|it works"
     r"|that (?:works|worked|did it|fixed it)|that'?s (?:it|great|perfect|much better)|solved|fixed|brilliant"
     r"|exactly (?:what|right)|spot on"
+    r"|gracias|danke|merci|listo|perfecto|genial|super|bingo|搞定"
     r"|好的|谢谢|可以了|好了|成功了|完美)",
     re.IGNORECASE,
 )
@@ -90,11 +101,14 @@ NOT_DONE_RE = re.compile(r"\b(?:still|doesn'?t|does not|didn'?t|did not|not work
 SUCCESS_SAID_RE = re.compile(
     r"\b(?:fixed it|fixes it|that fixed|fixed now|(?:it|that|this) (?:works|worked|did it|did the trick|helped)"
     r"|works (?:now|again|fine|perfectly|great|like a charm)|working (?:now|again|fine)|did the trick"
+    r"|(?:that|this|it) (?:found|showed|caught|explained) it"
     r"|(?:problem|issue) (?:is )?(?:solved|resolved|gone)|solved it|(?:all )?(?:green|good) now|all good"
     r"|all green|(?:ran|runs|run|went) (?:clean|through|fine)|passes now|passing now|confirmed|no more errors?"
     r"|(?:error|warning|crash)(?:es|s)? (?:is |are )?gone|(?:it|that) succeeded|back to normal"
     r"|(?:is |are |all )?(?:ok|okay|fine|green|normal|up|healthy) again|pass(?:es|ed)? (?:the |all |our )?(?:\w+ )?"
-    r"(?:tests?|checks?|ci|build))\b|\bworks\W*$|🎉|👌|✅"
+    r"(?:tests?|checks?|ci|build)|sorted(?: it| now|\.|!|$)|back in business|up and running|good to go|all set"
+    r"|bingo|no more \w+|(?:funciona|funktioniert|klappt|fonctionne|marche)\w*|listo|erledigt|résolu|resuelto)\b"
+    r"|\bworks\W*$|🎉|👌|✅|搞定|解决了"
     r"|问题解决|解决了|可以了|成功了|好了|没问题了",
     re.I,
 )
@@ -107,8 +121,24 @@ _WORKED_RE = re.compile(r"^\W*(?:\w+[,!.]?\s+){0,3}(?:works|worked|it works|that
                         r"|solved|fixed|perfect(?:ly)?,? (?:works|it works))\b", re.I)
 
 
+# A line break inside a sentence (text wrapped at a fixed width): the next line goes on with a
+# lower-case word, and is no list item.
+_SOFT_WRAP = re.compile(r"(?<=[\w,)`'\"])[ \t]*\n[ \t]*(?=[a-z(`'\"<])")
+
+
+def unwrap(text: str) -> str:
+    return _SOFT_WRAP.sub(" ", text)
+
+
+def sentences(text: str) -> list[str]:
+    """A turn's sentences, and the lines of its lists (wrapped lines joined again)."""
+    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|\n+", unwrap(text)) if s.strip()]
+
+
 def _clauses(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
+    """Sentences, and the clauses a dash or semicolon sets apart ("yep that sorted it — committed
+    gradle.properties with -Xmx3g …")."""
+    return [c.strip() for s in sentences(text) for c in re.split(r"\s+[—–-]{1,2}\s+|;\s+|；", s) if c.strip()]
 
 
 def _says_it_works(sentence: str, *, or_approves: bool = False) -> bool:
@@ -119,9 +149,22 @@ def _says_it_works(sentence: str, *, or_approves: bool = False) -> bool:
     return len(sentence.split()) <= 30 and bool(said) and not NOT_DONE_RE.search(cleaned)
 
 
+# The user saying the last attempt did not help: a failure report, not a correction of the agent.
+STILL_FAILING_RE = re.compile(
+    r"\b(?:same (?:error|problem|issue|thing|result|message)|still (?:fail\w*|broken|not|the same|get\w*|see\w*"
+    r"|happen\w*|crash\w*|there)|didn'?t (?:help|work|fix|change)|doesn'?t (?:help|work)|no (?:luck|change|difference))\b"
+    r"|还是|不行|没用",
+    re.I,
+)
+
+
 def reports_problem(text: str) -> bool:
-    """Whether a user turn tells of something failing ("no more errors" does not)."""
-    return bool(PROBLEM_RE.search(_DONE_DESPITE.sub("", text[:2000])))
+    """Whether a user turn tells of something failing ("no more errors" does not, nor a rule for
+    the future: "always add --atomic, so a failed deploy rolls itself back")."""
+    cleaned = _DONE_DESPITE.sub("", text[:2000])
+    if not PROBLEM_RE.search(cleaned):
+        return False
+    return any(PROBLEM_RE.search(s) and not states_rule(s) for s in sentences(cleaned))
 
 
 def confirms(text: str) -> bool:
@@ -141,6 +184,24 @@ def confirms_success(text: str) -> bool:
     """A confirmation that says the thing works (not only thanks for an answer)."""
     sentences = _clauses(text[:2000])
     return confirms(text) and any(_says_it_works(s) for s in sentences[:2] + sentences[-2:])
+
+
+# Words that name a thing in code or configuration: ``pool_size``, ``max_overflow=0``,
+# ``settings.py``, ``/etc/nginx``, ``--legacy-peer-deps``, and anything in backticks.
+_NAMED_THING = re.compile(r"`([^`\n]{2,60})`|(?<![\w/.-])((?:--?)?[A-Za-z_][\w-]*(?:[_./=:][\w-]+)+|--[a-z][\w-]+)")
+
+
+def named_things(text: str) -> set[str]:
+    found = set()
+    for quoted, bare in _NAMED_THING.findall(text):
+        thing = (quoted or bare).strip().lower().rstrip(".,:;")
+        if len(thing) >= 4 and not re.fullmatch(r"[\d.]+|https?:.*", thing):
+            found.add(thing.split("=", 1)[0])
+    return found
+
+
+# The user asking for work to be taken back.
+USER_UNDO_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|throw (?:it|that) away)\b|撤销|回滚", re.I)
 
 
 CODING_TOOLS = {"edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_editor", "create_file"}

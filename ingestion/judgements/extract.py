@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from ingestion.judgements.chains import (
+    Chain,
     chain_content,
     chain_context,
     chain_resolution,
@@ -19,12 +20,14 @@ from ingestion.judgements.chains import (
     error_line,
     note,
     steps_of,
+    undoes,
 )
 from ingestion.judgements.cues import (
     CORRECTION_RE,
     DATA_NOTE,
     EXPLAIN_RE,
     SUCCESS_RE,
+    USER_UNDO_RE,
     fence,
     is_error,
     render,
@@ -32,6 +35,7 @@ from ingestion.judgements.cues import (
 )
 from ingestion.judgements.lessons import lessons_find
 from ingestion.parsing import Message
+from ingestion.segmentation import is_goal
 from memories.models import MemoryType
 from memories.providers.llm import InvalidReply, get_llm
 from memories.text import estimate_tokens, normalise_space, truncate_tokens
@@ -85,6 +89,17 @@ def _errors_without_calls(messages: list[Message], tags: list[str], topic: str,
 MAX_CHAINS = 8
 
 
+def _taken_back(messages: list[Message], chain: Chain, notes: list[str] | None) -> bool:
+    """Whether the user, after the fix passed, asked for it to be undone ("That only makes Composer
+    pretend we're on 8.1. Please revert the platform override."): a fix the user rejects is no
+    lesson (their correction, if they gave one, is)."""
+    for message in messages[chain.passed.call + 1 :]:
+        if is_goal(message) and USER_UNDO_RE.search(message.text) and undoes(message.text, [chain]):
+            note(notes, f"the user had the fix of `{chain.command}` undone")
+            return True
+    return False
+
+
 def extract_offline(messages: list[Message], *, topic: str, task_type: str,
                     notes: list[str] | None = None) -> list[Extracted]:
     """Error chains (docs/flow.md#offline-extraction), then what the user taught: confirmed
@@ -92,7 +107,8 @@ def extract_offline(messages: list[Message], *, topic: str, task_type: str,
     ``notes``."""
     tags = ["trajectory", f"type:{task_type}"]
     if steps_of(messages):
-        chains = chains_find(messages, notes)[:MAX_CHAINS]
+        chains = [chain for chain in chains_find(messages, notes) if not _taken_back(messages, chain, notes)]
+        chains = chains[:MAX_CHAINS]
         found = [Extracted(chain_content(chain), chain_context(chain), chain_resolution(chain),
                            0.75 if chain.explanation else 0.65, tags, MemoryType.ERROR) for chain in chains]
     else:

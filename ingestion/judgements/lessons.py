@@ -20,15 +20,18 @@ from dataclasses import dataclass
 from ingestion.judgements.chains import chains_find, edit_gist, error_line, not_done, note, steps_of
 from ingestion.judgements.commands import is_look, short_command
 from ingestion.judgements.cues import (
+    ACKNOWLEDGED_RE,
     CORRECTION_RE,
     ERROR_RE,
     EXPLAIN_RE,
     PROBLEM_RE,
     REJECTED_RE,
+    STILL_FAILING_RE,
     confirms,
     confirms_success,
     is_error,
     reports_problem,
+    sentences,
     states_rule,
 )
 from ingestion.parsing import Message
@@ -55,7 +58,7 @@ class Lesson:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if s.strip()]
+    return sentences(text)
 
 
 def _user_turns(messages: list[Message]) -> list[int]:
@@ -119,10 +122,12 @@ def _answer(messages: list[Message], start: int, end: int) -> str:
 
 
 def howto_find(messages: list[Message], goal: int, confirmation: int,
-               notes: list[str] | None = None) -> Lesson | None:
-    """The user's goal at ``goal``, confirmed at ``confirmation``: the steps that got there."""
+               notes: list[str] | None = None, *, said: str | None = None) -> Lesson | None:
+    """The user's goal at ``goal``, confirmed at ``confirmation`` (in the words ``said``, by default
+    the whole turn): the steps that got there."""
+    said = messages[confirmation].text if said is None else said
     between = messages[goal + 1 : confirmation]
-    if _KNOWLEDGE_QUESTION.match(messages[goal].text) and not confirms_success(messages[confirmation].text):
+    if _KNOWLEDGE_QUESTION.match(messages[goal].text) and not confirms_success(said):
         note(notes, f"message {goal} asks a question and the user thanked for the answer: knowledge, not a task "
                      "done and confirmed")
         return None
@@ -138,27 +143,28 @@ def howto_find(messages: list[Message], goal: int, confirmation: int,
             return None
         steps = _acted_steps(messages, goal + 1, confirmation)
     ask = truncate_tokens(normalise_space(messages[goal].text), 50)
-    said = truncate_tokens(normalise_space(messages[confirmation].text), 25)
+    works = confirms_success(said)
     if steps:
         resolution = "Steps that worked: " + "; ".join(f"{n}. {s}" for n, s in enumerate(steps[:6], 1))
-    elif confirms_success(messages[confirmation].text) and (answer := _answer(messages, goal + 1, confirmation)):
+    elif works and (answer := _answer(messages, goal + 1, confirmation)):
         # A chat without tools: the answer the user followed, confirmed as working.
         resolution = "What worked: " + normalise_space(answer)
     else:
         note(notes, f"the confirmation at message {confirmation} follows no steps or instructions that worked"
-              if confirms_success(messages[confirmation].text) else
-              f"message {confirmation} thanks the agent but does not say the result works")
+             if works else f"message {confirmation} thanks the agent but does not say the result works")
         return None
-    return Lesson(MemoryType.PATTERN, ask, f"confirmed by the user: {said}", truncate_tokens(resolution, 220), 0.65)
+    confirmed = truncate_tokens(normalise_space(said), 25)
+    return Lesson(MemoryType.PATTERN, ask, f"confirmed by the user: {confirmed}", truncate_tokens(resolution, 220), 0.65)
 
 
 def fix_find(messages: list[Message], problem: int, last_report: int, confirmation: int,
-             notes: list[str] | None = None) -> Lesson | None:
+             notes: list[str] | None = None, *, said: str | None = None) -> Lesson | None:
     """A failure the user reported at ``problem`` (and last at ``last_report``), answered by the
     agent, then confirmed by the user as fixed at ``confirmation``: an ``error`` memory with the
     answer that fixed it and what the user did. A chat without tools has no error chain; this is
     its lesson."""
-    if not confirms_success(messages[confirmation].text):
+    said = messages[confirmation].text if said is None else said
+    if not confirms_success(said):
         note(notes, f"message {confirmation} thanks the agent but does not say the problem is fixed")
         return None
     answer = _answer(messages, last_report + 1, confirmation)
@@ -181,8 +187,8 @@ def fix_find(messages: list[Message], problem: int, last_report: int, confirmati
         resolution = f"{truncate_tokens(resolution, 120)} {steps}".strip()
     if done:
         resolution = f"{truncate_tokens(resolution, 170)} Applied: {truncate_tokens(' '.join(done), 40)}"
-    said = truncate_tokens(normalise_space(messages[confirmation].text), 25)
-    return Lesson(MemoryType.ERROR, truncate_tokens(content, 120), f"confirmed by the user: {said}",
+    confirmed = truncate_tokens(normalise_space(said), 25)
+    return Lesson(MemoryType.ERROR, truncate_tokens(content, 120), f"confirmed by the user: {confirmed}",
                   truncate_tokens(resolution, 220), 0.7)
 
 
@@ -232,12 +238,26 @@ def _after_rejection(messages: list[Message], index: int) -> bool:
     return False
 
 
+_HOW_TO = re.compile(r"\bhow (?:do|can|should|would|could) (?:i|we|you)\b|\bhow to\b|怎么|如何", re.I)
+# What a how-to question may say of its circumstances without reporting a failure: "the app keeps
+# the file open and can't reopen it on a signal", "the dump is too large to mail".
+_CONSTRAINT = re.compile(r"\b(?:can'?t|cannot|could ?n[o']t|won'?t|unable to)\s+\w+|\btoo (?:large|many|slow|big)\b", re.I)
+
+
+def _reports_failure(text: str) -> bool:
+    """A turn reporting that something failed; a how-to question that only states its constraints
+    asks for a pattern, not a fix."""
+    if not reports_problem(text):
+        return False
+    return not _HOW_TO.search(text) or reports_problem(_CONSTRAINT.sub(" ", text))
+
+
 def _is_request(text: str) -> bool:
     """A turn that asks for something or reports a problem ("Thanks. Related: terraform plan now
     fails with …" does both: it closes one task and opens the next)."""
-    if _ANSWER_RE.match(text):
-        return False
-    return reports_problem(text) or (bool(_REQUEST_RE.search(text)) and not confirms(text))
+    if reports_problem(text):
+        return True  # "nope, same error" too
+    return bool(_REQUEST_RE.search(text)) and not confirms(text) and not _ANSWER_RE.match(text)
 
 
 def lessons_find(messages: list[Message], notes: list[str] | None = None) -> list[Lesson]:
@@ -248,7 +268,8 @@ def lessons_find(messages: list[Message], notes: list[str] | None = None) -> lis
     for position, index in enumerate(turns):
         text = messages[index].text
         steered = position > 0 and _after_rejection(messages, index)
-        if position > 0 and (CORRECTION_RE.search(text) or steered) and not ERROR_RE.search(text):
+        if position > 0 and (CORRECTION_RE.search(text) or steered) and not ERROR_RE.search(text) \
+                and not STILL_FAILING_RE.search(text):
             statement = " ".join(_sentences(text)[:2])
             found.append(Lesson(MemoryType.CORRECTION, truncate_tokens(statement, 60), "", _after(messages, index), 0.6))
             continue
@@ -257,19 +278,26 @@ def lessons_find(messages: list[Message], notes: list[str] | None = None) -> lis
         rules = [s for s in _sentences(text) if states_rule(s)] if len(text.split()) <= 150 else []
         if rules:
             found.extend(Lesson(MemoryType.PREFERENCE, truncate_tokens(rule, 60), "", "", 0.6) for rule in rules[:2])
-        if position == 0 or not confirms(text):
+        if position == 0:
             continue
+        # A confirmation ("that fixed it"), or thanks that open a turn going on to something new
+        # ("Great. How do I make it restart on its own?"): either closes the task before it.
+        thanks = ACKNOWLEDGED_RE.match(text)
+        said = text if confirms(text) else thanks.group(0) if thanks else ""
+        if not said:
+            continue
+        rest = text[thanks.end():] if thanks else text
         task = turns[task_start:position]
-        task_start = position if reports_problem(text) else position + 1
+        task_start = position if reports_problem(text) or (thanks and _is_request(rest)) else position + 1
         requests = [t for t in task if _is_request(messages[t].text)]
         if not requests:
             note(notes, f"the confirmation at message {index} follows no request or reported problem")
             continue
-        problems = [t for t in requests if PROBLEM_RE.search(messages[t].text)]
+        problems = [t for t in requests if _reports_failure(messages[t].text)]
         if problems and chains_find(messages[problems[0] : index]):
             continue  # a repair: its error chain is that memory
-        lesson = (fix_find(messages, problems[0], problems[-1], index, notes) if problems
-                  else howto_find(messages, requests[-1], index, notes))
+        lesson = (fix_find(messages, problems[0], problems[-1], index, notes, said=said) if problems
+                  else howto_find(messages, requests[-1], index, notes, said=said))
         if lesson is not None:
             found.append(lesson)
     found.extend(_question_answers(messages))

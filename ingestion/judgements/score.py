@@ -9,13 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingestion.judgements.chains import (
-    Chain,
-    chain_content,
-    chain_resolution,
-    chains_find,
-    steps_of,
-)
+from ingestion.judgements.chains import chains_find, steps_of, undoes
 from ingestion.judgements.commands import command_key
 from ingestion.judgements.cues import (
     CODING_TOOLS,
@@ -25,12 +19,13 @@ from ingestion.judgements.cues import (
     REJECTED_RE,
     RESEARCH_TOOLS,
     SUCCESS_RE,
+    USER_UNDO_RE,
     is_error,
     render,
 )
 from ingestion.judgements.lessons import confirms, lessons_find
 from ingestion.parsing import Message
-from ingestion.segmentation import is_goal, named_things
+from ingestion.segmentation import is_goal
 from memories.models import MemoryType
 from memories.providers.llm import InvalidReply, get_llm
 
@@ -72,18 +67,6 @@ def _task_type(messages: list[Message], errors_met: bool) -> str:
 _EVIDENCE = {"chain": 0.7, "explained": 0.8, "error": 0.7, "correction": 0.7, "preference": 0.7,
              "pattern": 0.7, "completed": 0.35}
 _REVERT_RE = re.compile(r"^git (?:checkout|restore|revert|reset|stash)$")
-_USER_UNDO_RE = re.compile(r"\b(?:revert|undo|roll ?back|put it back|throw (?:it|that) away)\b|撤销|回滚", re.I)
-
-
-def _undoes_lesson(request: str, chains: list[Chain]) -> bool:
-    """Whether an undo (the user's request, or a ``git checkout/restore/revert/reset/stash``) takes
-    back the work itself: it names nothing in particular ("revert that", ``git stash``), or it
-    names a thing an error's fix changed. "Revert the default_server bit, it
-    wasn't asked for" takes back an extra, not the fix the segment teaches."""
-    named = {thing for thing in named_things(request) if not thing.startswith("-")}
-    if not named or not chains:
-        return True
-    return any(named & named_things(f"{chain_content(chain)} {chain_resolution(chain)}") for chain in chains)
 
 
 def score_offline(messages: list[Message], notes: list[str] | None = None) -> SegmentMetrics:
@@ -132,9 +115,9 @@ def score_offline(messages: list[Message], notes: list[str] | None = None) -> Se
     if rejected and rejected[-1] >= len(messages) * 0.75 and not completed:  # the work stopped there
         score *= 0.6
         reasons.append("the user interrupted or rejected the work")
-    undone = [t for t in user_turns[1:] if _USER_UNDO_RE.search(t)]
+    undone = [t for t in user_turns[1:] if USER_UNDO_RE.search(t)]
     undone += [s.target for s in steps if s.is_shell and _REVERT_RE.match(command_key(s.target))]
-    if any(_undoes_lesson(t, chains) for t in undone):
+    if any(undoes(t, chains) for t in undone):
         score *= 0.75
         reasons.append("work was reverted")
     elif undone:
