@@ -15,9 +15,8 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
-from unfold.admin import ModelAdmin
 
-from agents.admin_tools import ReadOnlyTabularInline
+from agents.admin_tools import HubAdmin, ReadOnlyTabularInline
 from agents.models import Agent, ApiToken
 from agents.services import agent_create, token_issue, token_lifetime, token_revoke
 
@@ -53,7 +52,7 @@ class AgentForm(forms.Form):
 
 
 @admin.register(Agent)
-class AgentAdmin(ModelAdmin):
+class AgentAdmin(HubAdmin):
     list_display = ("name", "is_staff", "created_at", "active_tokens")
     search_fields = ("name",)
     readonly_fields = ("name", "user", "created_at")

@@ -4,6 +4,7 @@ messages shown as a conversation), failed and parked work with a retry action, r
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django import forms
@@ -17,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin
+from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, linked, viewer_keep
 from agents.models import Agent
 from ingestion.formats import ACCEPTED, accepted_name
 from ingestion.models import IngestJob, RawUpload, SessionRecord, TaskSegment
@@ -25,6 +26,8 @@ from ingestion.selectors import job_progress
 from ingestion.services import IngestError
 from ingestion.services.accept import files_ingest
 from ingestion.services.work import work_retry
+
+audit = logging.getLogger("ultron.audit")
 
 
 class RetryWork(ReadOnlyAdmin):
@@ -69,7 +72,10 @@ class SessionFilesField(forms.FileField):
 
 
 class IngestForm(forms.Form):
-    agent = forms.ModelChoiceField(queryset=Agent.objects.order_by("name"), help_text="The agent whose sessions these are.")
+    agent = forms.ModelChoiceField(
+        queryset=Agent.objects.order_by("name"), help_text="The agent whose sessions these are.",
+        error_messages={"required": "Choose the agent whose sessions these are.",
+                        "invalid_choice": "That agent no longer exists: choose another."})
     session_files = SessionFilesField(label="Session files", help_text=(
         "One or more session files (.jsonl, .json, .traj, .md): Claude Code, Codex CLI, Gemini CLI, "
         "OpenHands, SWE-agent, Aider and OpenAI / Anthropic chat logs; the format is read from the content."))
@@ -79,9 +85,17 @@ class IngestForm(forms.Form):
 class IngestJobAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "agent", "file_count")
     list_select_related = ("agent",)
-    readonly_fields = ("agent", "created_at", "progress_panel")
-    fields = ("agent", "created_at", "progress_panel")
+    readonly_fields = ("agent_link", "created_at", "progress_panel")
+    fields = ("agent_link", "created_at", "progress_panel")
     change_list_template = "admin/ingestion/ingestjob/change_list.html"
+
+    def get_object(self, request, object_id, from_field=None):
+        return viewer_keep(request, super().get_object(request, object_id, from_field))
+
+    @admin.display(description="agent")
+    def agent_link(self, job: IngestJob) -> str:
+        return linked(job, "agents.view_agent", "admin:agents_agent_change", job.agent_id,
+                      job.agent.name if job.agent is not None else "")
 
     @admin.display(description="files")
     def file_count(self, job: IngestJob) -> int:
@@ -107,7 +121,8 @@ class IngestJobAdmin(ReadOnlyAdmin):
         the work itself is queued and the job page shows it."""
         if not request.user.has_perm("ingestion.upload_sessions"):
             raise PermissionDenied
-        form = IngestForm(request.POST or None, request.FILES or None)
+        form = IngestForm(request.POST or None, request.FILES or None, initial={"agent": _agent_default()})
+        form.fields["agent"].widget.attrs["required"] = False  # the form says what is missing, not the browser
         if request.method == "POST" and form.is_valid():
             files = [(upload.name, upload.read()) for upload in form.cleaned_data["session_files"]]
             try:
@@ -118,7 +133,8 @@ class IngestJobAdmin(ReadOnlyAdmin):
                 messages.success(request, f"{len(results)} file(s) accepted; the pipeline is working on them.")
                 return HttpResponseRedirect(reverse("admin:ingestion_ingestjob_change", args=[job.pk]))
         context = {**self.admin_site.each_context(request), "form": form, "title": "Upload sessions",
-                   "opts": self.opts}
+                   "opts": self.opts, "no_agents": not Agent.objects.exists(),
+                   "may_add_agent": request.user.has_perm("agents.add_agent")}
         return TemplateResponse(request, "admin/ingestion/upload.html", context)
 
     def progress_view(self, request: HtmxHttpRequest, job_id: Any) -> HttpResponse:
@@ -132,9 +148,20 @@ class IngestJobAdmin(ReadOnlyAdmin):
         return TemplateResponse(request, "admin/ingestion/job_progress.html", context)
 
 
+def _agent_default() -> int | None:
+    """The agent to preselect: the only one, else the one whose sessions were uploaded last."""
+    agents = list(Agent.objects.values_list("pk", flat=True)[:2])
+    if len(agents) == 1:
+        return agents[0]
+    return IngestJob.objects.filter(agent__isnull=False).order_by("-created_at").values_list("agent_id", flat=True).first()
+
+
 def _progress_context(job: IngestJob) -> dict[str, Any]:
     return {"job": job, "progress": job_progress(job=job),
             "poll_url": reverse("admin:ingestion_ingestjob_progress", args=[job.pk])}
+
+
+SESSION_SEGMENTS_SHOWN = 200
 
 
 @admin.register(SessionRecord)
@@ -143,9 +170,49 @@ class SessionRecordAdmin(RetryWork):
     list_filter = ("segmentation", "agent")
     search_fields = ("identity",)
     list_select_related = ("agent",)
-    exclude = ()
     retry_fields = ("segmentation",)
     retry_done = "{} session(s) queued again."
+    readonly_fields = ("identity", "agent_link", "job_link", "raw_link", "size", "sha256", "line_count",
+                       "message_count", "malformed", "segmentation", "attempts", "last_error", "created_at",
+                       "updated_at", "segments_panel")
+    fieldsets = (
+        (None, {"fields": ("identity", "agent_link", "job_link", "raw_link", "segmentation", "attempts", "last_error")}),
+        ("Segments and the memories they gave", {"fields": ("segments_panel",)}),
+        ("File", {"fields": ("size", "sha256", "line_count", "message_count", "malformed", "created_at", "updated_at")}),
+    )
+
+    def get_object(self, request, object_id, from_field=None):
+        return viewer_keep(request, super().get_object(request, object_id, from_field))
+
+    @admin.display(description="agent")
+    def agent_link(self, session: SessionRecord) -> str:
+        return linked(session, "agents.view_agent", "admin:agents_agent_change", session.agent_id,
+                      session.agent.name)
+
+    @admin.display(description="ingest job")
+    def job_link(self, session: SessionRecord) -> str:
+        if session.job is None:
+            return "— (from before jobs were kept, or ingested from the server's disk)"
+        return linked(session, "ingestion.view_ingestjob", "admin:ingestion_ingestjob_change", session.job_id,
+                      f"job of {session.job.created_at:%Y-%m-%d %H:%M}")
+
+    @admin.display(description="raw archive")
+    def raw_link(self, session: SessionRecord) -> str:
+        if session.raw_id is None:
+            return "—"
+        return linked(session, "ingestion.view_rawupload", "admin:ingestion_rawupload_change", session.raw_id,
+                      f"raw upload {session.raw_id}")
+
+    @admin.display(description="segments")
+    def segments_panel(self, session: SessionRecord) -> str:
+        segments = list(session.segments.only("pk", "session_id", "index", "topic", "score", "scoring", "extraction")
+                        .prefetch_related("memory_links").order_by("index")[:SESSION_SEGMENTS_SHOWN + 1])
+        more = len(segments) > SESSION_SEGMENTS_SHOWN
+        return render_to_string("admin/ingestion/_session_segments.html", {
+            "session": session, "segments": segments[:SESSION_SEGMENTS_SHOWN], "more": more,
+            "total": session.segments.count() if more else len(segments),
+            "all_url": reverse("admin:ingestion_tasksegment_changelist") + f"?session={session.pk}",
+        })
 
 
 @admin.register(TaskSegment)
@@ -224,17 +291,19 @@ class RawUploadAdmin(ReadOnlyAdmin):
         ]
 
     def download_view(self, request: HttpRequest, raw_id: int) -> HttpResponse:
-        """The archived bytes as a file (admins only: the archive may hold unredacted text)."""
+        """What the archive keeps, as a file: the redacted text (the default), or the original
+        bytes where an admin turned ``ULTRON_RAW_ARCHIVE_REDACT`` off. Admins only; each download
+        is logged. The original bytes a redacted row's pipeline spool still holds are never served."""
         if not request.user.has_perm("ingestion.download_rawupload"):
             raise PermissionDenied
-        from ingestion.services.accept import raw_bytes
-
         raw = get_object_or_404(RawUpload, pk=raw_id)
-        data = raw_bytes(raw)
+        if raw.content is None:
+            messages.error(request, f"Raw upload {raw.pk} keeps no bytes (larger than the archive limit when it came).")
+            return HttpResponseRedirect(reverse("admin:ingestion_rawupload_changelist"))
+        audit.info("raw upload %s (%s, %s bytes, %s) downloaded by %r", raw.pk, raw.name[:200], raw.size,
+                   "redacted" if raw.redacted else "original bytes", request.user.get_username())
         name = (raw.name.rsplit("/", 1)[-1] or f"upload-{raw.pk}").replace('"', "")
-        response = HttpResponse(data, content_type="application/octet-stream")
+        response = HttpResponse(bytes(raw.content), content_type="application/octet-stream")
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         response["X-Content-Type-Options"] = "nosniff"
         return response
-
-

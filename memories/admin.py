@@ -17,9 +17,8 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
-from unfold.admin import ModelAdmin
 
-from agents.admin_tools import HtmxHttpRequest, ReadOnlyTabularInline
+from agents.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
 from memories import admin_candidates  # noqa: F401  (registers the merge-candidate pages)
 from memories.admin_filters import (
     AgentFilter,
@@ -106,7 +105,7 @@ class MemoryForm(forms.ModelForm):
 
 
 @admin.register(Memory)
-class MemoryAdmin(ModelAdmin):
+class MemoryAdmin(HubAdmin):
     form = MemoryForm
     list_display = ("l0", "type_badge", "tier_badge", "hit_count", "last_hit_at", "agent", "age")
     list_display_links = ("l0",)

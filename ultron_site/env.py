@@ -32,6 +32,7 @@ logger = logging.getLogger("ultron.settings")
 # Groups in the order the generated reference lists them: (key, title, what it covers).
 GROUPS: dict[str, tuple[str, str]] = {
     "core": ("Core", "Where the hub keeps its data, how it is served, Django basics."),
+    "access": ("Access", "Logins to the admin site, https behind a proxy, cookies."),
     "database": ("Database", "PostgreSQL with pgvector: an external server, or the embedded one."),
     "llm": ("LLM", "The language model used to classify, summarise and merge."),
     "embeddings": ("Embeddings", "The model that turns text into vectors."),
@@ -254,9 +255,9 @@ def env_str(
 
 def env_bool(
     name: str, default: bool, *, help: str | None = None, group: str | None = None,
-    deprecated_names: Iterable[str] = (),
+    deprecated_names: Iterable[str] = (), doc_default: str | None = None,
 ) -> bool:
-    var = _spec(name, "bool", default, help, group, deprecated_names=deprecated_names)
+    var = _spec(name, "bool", default, help, group, deprecated_names=deprecated_names, doc_default=doc_default)
     return _value(var, default)
 
 

@@ -1,10 +1,12 @@
-"""A person logged in with the one-time password ``create_user`` printed must choose their own
-before anything else: every admin page but the password change (and logout) redirects there."""
+"""A person logged in with a one-time password (``create_user``, ``ensure_admin``,
+``reset_password``) must choose their own before anything else: every admin page but the
+password change (and logout) redirects there."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
@@ -25,4 +27,16 @@ class FirstPasswordMiddleware:
                     if first == user.password:
                         return HttpResponseRedirect(allowed[0])
                     FirstPassword.objects.filter(user_id=user.pk).delete()  # changed: done with it
+                    _forget_printed(user.get_username())
         return self.get_response(request)
+
+
+def _forget_printed(username: str) -> None:
+    """``ensure_admin`` saved the first admin's printed password in the data directory; once it
+    has been changed the file only misleads, so it goes."""
+    path = settings.ULTRON_DATA_DIR / "admin-password.txt"
+    try:
+        if path.read_text().split("\n", 1)[0] == username:
+            path.unlink()
+    except OSError:
+        pass

@@ -25,12 +25,14 @@ class StepRun(models.Model):
 
 
 class FirstPassword(models.Model):
-    """A password ``create_user`` printed: good for the first login only. While the user's
-    password hash is still this one, every admin page sends them to change it."""
+    """A password ``create_user``, ``ensure_admin`` or ``reset_password`` printed: good for one
+    login only. While the user's password hash is still this one, every admin page sends them to
+    change it, and once it has opened a session (``used_at``) it opens no other."""
 
     user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="first_password")
     password_hash = models.CharField(max_length=128)
     created_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"first password of {self.user_id}"

@@ -1,7 +1,8 @@
 """The two roles people have in the hub's admin site, as Django groups of permissions.
 
 *Curators* look after the memory: view and edit memories, review merges, crystallize clusters,
-publish skills. *Admins* do all of that and run the hub: upload sessions, download raw
+publish skills, and read where memories came from (ingest jobs, sessions, segments; not the raw
+archives). *Admins* do all of that and run the hub: upload sessions, download raw
 archives, manage agents and their tokens, retry parked work, run the pipeline, delete
 memories. The groups are created by a data migration (``ultron_site.0004_roles``) and kept in
 step by it; ``manage.py create_user NAME --role curator|admin`` puts a person in one.
@@ -29,6 +30,7 @@ CURATOR_PERMISSIONS: list[tuple[str, str, str]] = [
     ("clusters", "skill", "view_skill"),
     ("clusters", "skill", "publish_skill"),
     ("clusters", "skillversion", "view_skillversion"),
+    ("ingestion", "ingestjob", "view_ingestjob"),
     ("ingestion", "sessionrecord", "view_sessionrecord"),
     ("ingestion", "tasksegment", "view_tasksegment"),
 ]
@@ -38,7 +40,6 @@ ADMIN_PERMISSIONS: list[tuple[str, str, str]] = [
     ("memories", "embeddingspace", "view_embeddingspace"),
     ("ingestion", "sessionrecord", "upload_sessions"),
     ("ingestion", "sessionrecord", "retry_work"),
-    ("ingestion", "ingestjob", "view_ingestjob"),
     ("ingestion", "rawupload", "view_rawupload"),
     ("ingestion", "rawupload", "download_rawupload"),
     ("agents", "agent", "view_agent"),

@@ -7,6 +7,7 @@ the static directory happen before it is loaded, in ``ultron_site.startup.prepar
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -74,6 +75,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_q",
     "django_htmx",
+    "axes",
     "agents",
     "ultron_site",
     "memories",
@@ -91,7 +93,10 @@ MIDDLEWARE = [
     "ultron_site.middleware.FirstPasswordMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "ultron_site.urls"
@@ -147,6 +152,104 @@ WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "/admin/login/"
 LOGIN_REDIRECT_URL = "/admin/"
+
+# --- people's logins ----------------------------------------------------------------------
+# django-axes first: it refuses a locked-out account or address before any password is checked.
+# Then Django's password check, with one-time passwords good for a single login.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "ultron_site.logins.OneLoginBackend"]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+ULTRON_LOGIN_FAILURE_LIMIT = env_int(
+    "ULTRON_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000, group="access",
+    help="Failed admin-site logins in a row, per account and per client address, before that "
+         "account or address is locked out.",
+)
+ULTRON_LOGIN_LOCKOUT_MINUTES = env_int(
+    "ULTRON_LOGIN_LOCKOUT_MINUTES", 15, minimum=0, group="access",
+    help="How long a lockout lasts, in minutes; 0: until an admin lifts it "
+         "(`manage.py axes_reset_username NAME`, `axes_reset_ip ADDRESS`).",
+)
+ULTRON_TRUSTED_PROXIES = env_int(
+    "ULTRON_TRUSTED_PROXIES", 0, minimum=0, maximum=10, group="access",
+    help="Reverse proxies in front of the hub that append to X-Forwarded-For: the client address "
+         "(for login lockouts) is read that many entries from its right end; 0: the socket's peer.",
+)
+AXES_FAILURE_LIMIT = ULTRON_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=ULTRON_LOGIN_LOCKOUT_MINUTES) if ULTRON_LOGIN_LOCKOUT_MINUTES else None
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: an account, or an address
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "ultron_site.logins.client_ip"
+AXES_CLIENT_STR_CALLABLE = "ultron_site.logins._axes_client_str"
+AXES_LOCKOUT_CALLABLE = "ultron_site.logins.lockout_response"
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_VERBOSE = False  # no start-up banner; the hub logs logins and lockouts itself
+
+# --- HTTPS behind a proxy, cookies, headers -----------------------------------------------
+ULTRON_HTTPS = env_bool(
+    "ULTRON_HTTPS", False, group="access",
+    help="The hub is reached over https (usually through a proxy that terminates TLS): Secure "
+         "cookies, http redirected to https, HSTS. Leave false for `make run` on plain http.",
+)
+_proxy_header = env_str(
+    "ULTRON_PROXY_SSL_HEADER", "", group="access",
+    help="Header the TLS-terminating proxy sets to 'https' on secure requests, e.g. "
+         "X-Forwarded-Proto; empty: none is trusted. Only set it when the proxy overwrites the "
+         "header a client sends.",
+)
+if _proxy_header:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.strip().upper().replace("-", "_"), "https")
+SECURE_SSL_REDIRECT = env_bool(
+    "ULTRON_SSL_REDIRECT", ULTRON_HTTPS, doc_default="ULTRON_HTTPS", group="access",
+    help="Redirect http requests to https (GET /api/health is exempt, for load balancers).",
+)
+SECURE_REDIRECT_EXEMPT = [r"^api/health$"]
+SECURE_HSTS_SECONDS = env_int(
+    "ULTRON_HSTS_SECONDS", 31536000 if ULTRON_HTTPS else 0, minimum=0,
+    doc_default="31536000 (a year) with ULTRON_HTTPS, else 0", group="access",
+    help="Strict-Transport-Security max-age, in seconds; 0: no header.",
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool(
+    "ULTRON_HSTS_INCLUDE_SUBDOMAINS", False, group="access",
+    help="Add includeSubDomains to the HSTS header (only if every subdomain serves https).",
+)
+SECURE_HSTS_PRELOAD = env_bool(
+    "ULTRON_HSTS_PRELOAD", False, group="access",
+    help="Add preload to the HSTS header (for submitting the domain to browsers' preload lists).",
+)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool(
+    "ULTRON_SECURE_COOKIES", ULTRON_HTTPS, doc_default="ULTRON_HTTPS", group="access",
+    help="Send the session and CSRF cookies over https only.",
+)
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_AGE = env_int(
+    "ULTRON_SESSION_HOURS", 12, minimum=1, maximum=24 * 90, group="access",
+    help="An admin-site login lasts this many hours.",
+) * 3600
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): the pages load scripts, styles, fonts and images from the
+# hub itself only. The admin theme's Alpine.js evaluates its x-data expressions with Function(),
+# hence 'unsafe-eval'; theme and htmx set inline styles, hence 'unsafe-inline' for styles only.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", "'unsafe-eval'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 # --- the admin site (django-unfold's look; its files are served by whitenoise, nothing from a CDN)
 UNFOLD = {
@@ -432,9 +535,11 @@ ULTRON_RAW_ARCHIVE_MAX_BYTES = env_int(
     help="Files above this size keep no bytes in the raw archive (ingestion still proceeds).",
 )
 ULTRON_RAW_ARCHIVE_REDACT = env_bool(
-    "ULTRON_RAW_ARCHIVE_REDACT", False, group="ingestion",
+    "ULTRON_RAW_ARCHIVE_REDACT", True, group="ingestion",
     deprecated_names=["RAW_ARCHIVE_REDACT"],
-    help="true: the raw archive keeps the redacted text instead of the original bytes.",
+    help="true: the raw archive keeps the redacted text (the original bytes wait in a spool file "
+         "until segmented, then are deleted); false: it keeps the original bytes, secrets "
+         "included, for admins to download.",
 )
 ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float(
     "ULTRON_SEGMENT_SHIFT_THRESHOLD", None, minimum=-1.0, maximum=1.0, group="ingestion",
@@ -543,5 +648,7 @@ LOGGING = {
         "django_q": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # Presidio logs analysed text at DEBUG; never let that through.
         "presidio-analyzer": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # django-axes: failed logins and lockouts (named by ultron_site.logins, never the password).
+        "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }

@@ -116,7 +116,11 @@ _KEY_NAME = (
     r"|sess(?:ion)?[_-]?(?:id|key|token)|sessid|sid|activation[_-]?code)"
 )
 _SEP = r"""["']?\s*(?::=|:|=)\s*["']?"""
-_VALUE = r"""(?P<value>"[^"\n]{1,300}"|'[^'\n]{1,300}'|[^\s"',;}&<>)\]]{1,300})"""
+# An unquoted value runs to whitespace or punctuation that ends a value in code; "&" ends it
+# only where a query-string parameter follows ("pw=x&next=/"): in "password=Tr0ub4dor&3" it
+# is part of the password.
+_VALUE = (r"""(?P<value>"[^"\n]{1,300}"|'[^'\n]{1,300}'"""
+          r"""|(?:[^\s"',;}&<>)\]]|&(?![A-Za-z_][\w.\[\]-]*=)(?=[^\s"',;}&<>)\]])){1,300})""")
 
 
 def shannon_entropy(value: str) -> float:

@@ -4,6 +4,7 @@ rendered sanitised, versions can be rolled back and rejected by curators."""
 from __future__ import annotations
 
 import pytest
+from django.http import HttpRequest
 from django.test import Client
 from django.urls import reverse
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def curator_client() -> Client:
     person = person_create(username="cora", role="curator", password_once=False)
     client = Client()
-    assert client.login(username=person.username, password=person.password)
+    assert client.login(request=HttpRequest(), username=person.username, password=person.password)
     return client
 
 

@@ -10,6 +10,7 @@ import zipfile
 
 import pytest
 import yaml
+from django.http import HttpRequest
 from django.test import Client
 from django.urls import reverse
 
@@ -82,7 +83,7 @@ def test_the_issues_six_memories_are_not_published_as_a_skill():
 def test_the_admin_skill_page_renders_the_skill_and_offers_both_downloads(published):
     person = person_create(username="cora", role="curator", password_once=False)
     client = Client()
-    assert client.login(username=person.username, password=person.password)
+    assert client.login(request=HttpRequest(), username=person.username, password=person.password)
     page = client.get(reverse("admin:clusters_skill_change", args=[published.skill_id])).content.decode()
     assert f"<h1>{published.name}</h1>" in page and "<h2>Steps</h2>" in page and "<ol>" in page
     assert "Download SKILL.md" in page and reverse("admin:clusters_skill_package", args=[published.skill_id]) in page

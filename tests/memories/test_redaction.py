@@ -229,8 +229,8 @@ def _session_with_a_secret() -> bytes:
 @pytest.mark.django_db
 def test_a_secret_sent_through_every_entry_point_is_in_no_table_and_no_log(api, caplog, django_capture_on_commit_callbacks):
     """Memory upload (new, merged and as a batch), plain-text ingest, a session file (segmented, scored and
-    extracted), search and context: the secret is in no table but the raw archive, which by
-    default keeps the original bytes (ULTRON_RAW_ARCHIVE_REDACT off), and in no log line."""
+    extracted), search and context: the secret is in no table, the raw archive included (by
+    default it keeps the redacted text), and in no log line."""
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from ingestion.models import RawUpload, SegmentMemory, TaskSegment
@@ -274,10 +274,10 @@ def test_a_secret_sent_through_every_entry_point_is_in_no_table_and_no_log(api, 
     record = details.json()["memories"][0]
     assert record["redactions"]["LLM_API_KEY"] >= 4 and record["redactions"]["EMAIL_ADDRESS"] >= 2
     tables = _table_texts()
-    # The default raw archive holds the original bytes: the one place the secret may be (which
-    # also shows that this check reads binary columns).
-    assert not RawUpload.objects.filter(redacted=True).exists()
-    assert SECRET in tables.pop(RawUpload._meta.db_table)
+    # The default raw archive holds the redacted text (read from its binary column: the
+    # placeholder is there, so the check reads binary columns too).
+    assert RawUpload.objects.filter(redacted=True).exists() and not RawUpload.objects.filter(redacted=False).exists()
+    assert "<LLM_API_KEY>" in tables[RawUpload._meta.db_table]
     everything = "\n".join(tables.values())
     for value in (SECRET, PERSON_EMAIL, TAG_SECRET):
         assert value not in everything

@@ -8,6 +8,7 @@ import io
 import pytest
 from django.contrib.auth.models import Group
 from django.core.management import call_command
+from django.http import HttpRequest
 from django.test import Client
 from django.urls import reverse
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 def _login(role: str) -> Client:
     person = person_create(username=f"{role}-person", role=role, password_once=False)
     client = Client()
-    assert client.login(username=person.username, password=person.password)
+    assert client.login(request=HttpRequest(), username=person.username, password=person.password)
     return client
 
 
@@ -55,8 +56,8 @@ def test_roles_exist_with_their_permissions():
 def test_create_user_prints_a_password_that_logs_in():
     out = io.StringIO()
     call_command("create_user", "dora", "--role", "curator", stdout=out)
-    password = out.getvalue().split("Password (shown only now): ")[1].split()[0]
-    assert Client().login(username="dora", password=password)
+    password = out.getvalue().split("good for one login): ")[1].split()[0]
+    assert Client().login(request=HttpRequest(), username="dora", password=password)
 
 
 def test_create_user_refuses_an_unknown_role_and_a_taken_name():
@@ -97,11 +98,49 @@ def test_admins_can_queue_a_pipeline_run_and_curators_cannot(admin_client_role, 
     assert admin_client_role.post(reverse("admin:pipeline_run")).status_code == 302
 
 
-@pytest.mark.parametrize("name", ["admin:agents_agent_changelist", "admin:ingestion_rawupload_changelist",
-                                  "admin:ingestion_ingestjob_changelist"])
-def test_a_curator_cannot_open_tokens_raw_archives_or_jobs(curator_client, admin_client_role, name):
+@pytest.mark.parametrize("name", ["admin:agents_agent_changelist", "admin:ingestion_rawupload_changelist"])
+def test_a_curator_cannot_open_tokens_or_raw_archives(curator_client, admin_client_role, name):
     assert curator_client.get(reverse(name)).status_code == 403
     assert admin_client_role.get(reverse(name)).status_code == 200
+
+
+def test_a_curator_reads_jobs_and_sessions_without_links_to_what_they_may_not_open(curator_client, agent):
+    from ingestion.services.accept import files_ingest
+
+    job, _ = files_ingest(agent=agent, files=[("a.jsonl", _session_file("a.jsonl").read())])
+    session = job.sessions.get()
+    assert curator_client.get(reverse("admin:ingestion_ingestjob_changelist")).status_code == 200
+    job_page = curator_client.get(reverse("admin:ingestion_ingestjob_change", args=[job.pk])).content.decode()
+    assert reverse("admin:ingestion_sessionrecord_change", args=[session.pk]) in job_page
+    assert reverse("admin:agents_agent_change", args=[agent.pk]) not in job_page and "agent-smith" in job_page
+    page = curator_client.get(reverse("admin:ingestion_sessionrecord_change", args=[session.pk])).content.decode()
+    assert reverse("admin:ingestion_ingestjob_change", args=[job.pk]) in page
+    assert "/admin/ingestion/rawupload/" not in page and "/admin/agents/" not in page
+
+
+def test_an_admin_downloads_the_redacted_archive_and_the_download_is_logged(admin_client_role, agent, caplog):
+    import json
+    import logging
+
+    from ingestion.services.accept import files_ingest
+
+    line = json.dumps({"type": "user", "message": {"role": "user", "content": "deploy with password=Tr0ub4dor&3 please"}})
+    job, _ = files_ingest(agent=agent, files=[("s.jsonl", line.encode())])
+    raw = job.sessions.get().raw
+    caplog.set_level(logging.INFO, logger="ultron.audit")
+    response = admin_client_role.get(reverse("admin:ingestion_rawupload_download", args=[raw.pk]))
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    assert response.status_code == 200 and b"Tr0ub4dor" not in body and b"REDACTED_CREDENTIAL" in body
+    assert f"raw upload {raw.pk}" in caplog.text and "downloaded by 'admin-person'" in caplog.text
+
+
+@pytest.mark.parametrize("query", ["?tags=node", "?embedding=1", "?provenance=x", "?tier=NOPE", "?p=999", "?o=99",
+                                   "?tag=", "?cluster=abc", "?agent__id__exact=zz", "?created_at__gte=never"])
+def test_odd_query_strings_on_the_memory_list_never_fail(curator_client, memory, query):
+    response = curator_client.get(reverse("admin:memories_memory_changelist") + query)
+    assert response.status_code < 500
+    if response.status_code == 400:
+        assert "cannot do" in response.content.decode()
 
 
 def test_curator_edit_goes_through_the_service_redacts_and_is_recorded(curator_client, memory):
@@ -435,7 +474,7 @@ def test_the_printed_password_is_good_for_the_first_login_only(client):
     from ultron_site.models import FirstPassword
 
     person = person_create(username="newbie", role="curator")
-    assert client.login(username="newbie", password=person.password)
+    assert client.login(request=HttpRequest(), username="newbie", password=person.password)
     response = client.get(reverse("admin:index"))
     assert response.status_code == 302 and response["Location"] == reverse("admin:password_change")
     assert client.get(reverse("admin:password_change")).status_code == 200

@@ -5,6 +5,7 @@ more. Rows come from the API tests' bulk builders."""
 from __future__ import annotations
 
 import pytest
+from django.http import HttpRequest
 from django.test import Client
 from django.urls import reverse
 
@@ -21,7 +22,7 @@ SIZES = (10, 1000)
 def admin_client_role() -> Client:
     person = person_create(username="qc-admin", role="admin", password_once=False)
     client = Client()
-    assert client.login(username=person.username, password=person.password)
+    assert client.login(request=HttpRequest(), username=person.username, password=person.password)
     return client
 
 
