@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from agents.admin_tools import HubAdmin, ReadOnlyTabularInline
+from agents.admin_tools import HubAdmin, ReadOnlyTabularInline, linked, viewer_keep
 from agents.models import Agent, ApiToken
 from agents.services import agent_create, token_issue, token_lifetime, token_revoke
 
@@ -55,13 +55,21 @@ class AgentForm(forms.Form):
 class AgentAdmin(HubAdmin):
     list_display = ("name", "is_staff", "created_at", "active_tokens")
     search_fields = ("name",)
-    readonly_fields = ("name", "user", "created_at")
+    readonly_fields = ("name", "user_account", "created_at")
+    fields = readonly_fields
     inlines = [ApiTokenInline]
     actions = ["issue_token", "revoke_tokens"]
     change_form_template = "admin/agents/agent/change_form.html"
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False  # nothing on an agent is edited here; its tokens have their own actions
+
+    def get_object(self, request, object_id, from_field=None):
+        return viewer_keep(request, super().get_object(request, object_id, from_field))
+
+    @admin.display(description="user account")
+    def user_account(self, agent: Agent) -> str:
+        return linked(agent, "auth.view_user", "admin:auth_user_change", agent.user_id, agent.user.username)
 
     def has_token_permission(self, request) -> bool:
         return request.user.has_perm("agents.add_apitoken") and request.user.has_perm("agents.change_apitoken")
