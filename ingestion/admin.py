@@ -298,7 +298,9 @@ class RawUploadAdmin(ReadOnlyAdmin):
             raise PermissionDenied
         raw = get_object_or_404(RawUpload, pk=raw_id)
         if raw.content is None:
-            messages.error(request, f"Raw upload {raw.pk} keeps no bytes (larger than the archive limit when it came).")
+            why = ("its redacted text is written when its session is segmented: try again later"
+                   if raw.metadata.get("archive") == "pending" else "it was larger than the archive limit when it came")
+            messages.error(request, f"Raw upload {raw.pk} keeps no bytes yet: {why}.")
             return HttpResponseRedirect(reverse("admin:ingestion_rawupload_changelist"))
         audit.info("raw upload %s (%s, %s bytes, %s) downloaded by %r", raw.pk, raw.name[:200], raw.size,
                    "redacted" if raw.redacted else "original bytes", request.user.get_username())

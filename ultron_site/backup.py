@@ -207,7 +207,8 @@ def archive_check(path: Path) -> Path:
 def _table_of_contents(tool: Tool, path: Path) -> list[str]:
     result = _run(tool, ["--list", str(path)])
     if result.returncode != 0:
-        raise BackupError(f"pg_restore cannot read {path}: {result.stderr.strip()}")
+        said = result.stderr.strip() or f"it exited with status {result.returncode} and no message"
+        raise BackupError(f"pg_restore cannot read {path}: {said}; the database was not touched")
     return result.stdout.splitlines()
 
 

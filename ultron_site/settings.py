@@ -537,9 +537,9 @@ ULTRON_RAW_ARCHIVE_MAX_BYTES = env_int(
 ULTRON_RAW_ARCHIVE_REDACT = env_bool(
     "ULTRON_RAW_ARCHIVE_REDACT", True, group="ingestion",
     deprecated_names=["RAW_ARCHIVE_REDACT"],
-    help="true: the raw archive keeps the redacted text (the original bytes wait in a spool file "
-         "until segmented, then are deleted); false: it keeps the original bytes, secrets "
-         "included, for admins to download.",
+    help="true: the raw archive keeps the redacted text, written by the segmentation step (the "
+         "original bytes wait in a spool file until then); false: it keeps the original bytes, "
+         "secrets included, for admins to download.",
 )
 ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float(
     "ULTRON_SEGMENT_SHIFT_THRESHOLD", None, minimum=-1.0, maximum=1.0, group="ingestion",

@@ -137,8 +137,10 @@ def _json_or_none(text: str) -> Any:
     if text.lstrip()[:1] not in ("{", "["):
         return None
     try:
-        return json.loads(text)
-    except ValueError:
+        document = json.loads(text)
+        _json_strings(document, [])  # nesting too deep to walk is read as text
+        return document
+    except (ValueError, RecursionError):
         return None
 
 
@@ -147,7 +149,12 @@ def archive_redact(data: bytes) -> str:
     line), where a secret sits inside an escaped string (``\\"Gmail2023?\\"`` after a ``\\n``)
     that the detectors do not see as such: each string value is redacted as the text it
     decodes to, then every line of the re-encoded JSON (or of plain text) as it reads, which
-    keeps the ``"password": "…"`` context the value alone lacks."""
+    keeps the ``"password": "…"`` context the value alone lacks.
+
+    The pattern recognizers only (secrets, e-mail, phones, cards, IBAN, addresses, national
+    identifiers), not spaCy's person names: a session file is megabytes of tool output, and
+    names cost six times the rest (bench/ingest.py). What the pipeline keeps of a session,
+    its segments and memories, is redacted with names too."""
     text = data.decode("utf-8", errors="replace")
     whole = _json_or_none(text) if "\n" in text.strip() else None
     if whole is not None:
@@ -159,25 +166,38 @@ def archive_redact(data: bytes) -> str:
     for document in documents:
         if document is not None:
             _json_strings(document, strings)
-    cleaned = iter([r.text for r in redact_many(strings)])
+    # Sessions repeat themselves (a file read twice, the same command output): each distinct
+    # string is redacted once.
+    distinct = list(dict.fromkeys(strings))
+    redacted = dict(zip(distinct, (r.text for r in redact_many(distinct, names=False)), strict=True))
+    cleaned = iter([redacted[string] for string in strings])
     rebuilt = [
         piece if document is None
         else json.dumps(_json_replace(document, cleaned), ensure_ascii=False, indent=1 if whole is not None else None)
         for piece, document in zip(pieces, documents, strict=True)
     ]
     lines = "\n".join(rebuilt).split("\n")
-    return "\n".join(r.text for r in redact_many(lines))
+    distinct = list(dict.fromkeys(lines))
+    redacted = dict(zip(distinct, (r.text for r in redact_many(distinct, names=False)), strict=True))
+    return "\n".join(redacted[line] for line in lines)
+
+
+ARCHIVE_PENDING = "pending"  # metadata["archive"]: the segmentation step writes the redacted text
 
 
 def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metadata: dict) -> RawUpload:
-    """Keep the original bytes (or, with ULTRON_RAW_ARCHIVE_REDACT, the redacted text). Bytes the
-    pipeline still needs but the archive does not hold wait in a spool file."""
+    """Keep the redacted text (ULTRON_RAW_ARCHIVE_REDACT, the default) or the original bytes.
+    A session file's redaction takes seconds per megabyte, so it is not done in the request:
+    the original bytes wait in a spool file and the pipeline's segmentation step, which reads
+    them anyway, writes the redacted archive and deletes the spool (``archive_complete``)."""
     digest = hashlib.sha256(data).hexdigest()
     raw = RawUpload(kind=kind, name=name[:1000], agent=agent, size=len(data), sha256=digest, metadata=metadata)
     keep = len(data) <= settings.ULTRON_RAW_ARCHIVE_MAX_BYTES
     try:
         if settings.ULTRON_RAW_ARCHIVE_REDACT:
-            if keep:
+            if keep and kind == RawUpload.Kind.FILE:
+                raw.metadata = {**metadata, "archive": ARCHIVE_PENDING}
+            elif keep:  # a plain text (at most ULTRON_INGEST_MAX_TEXT_CHARS): redacted here
                 raw.content = archive_redact(data).encode("utf-8")
                 raw.redacted = True
         elif keep:

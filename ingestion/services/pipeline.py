@@ -15,7 +15,7 @@ from ingestion.judgements import extract, score
 from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegment, WorkState
 from ingestion.parsing import Message, parse_jsonl
 from ingestion.segmentation import fingerprint, segment
-from ingestion.services.accept import raw_bytes
+from ingestion.services.accept import ARCHIVE_PENDING, archive_redact, raw_bytes
 from ingestion.services.work import LEASE_LOST, attempt_failed, claim, work_done
 from memories import services as memory_services
 from memories.models import Memory, Source, Status
@@ -46,9 +46,12 @@ def session_segment(*, session_id: int) -> bool:
     try:
         if session.raw is None:
             raise FileNotFoundError("the session has no raw upload to segment")
-        parsed = parse_jsonl(raw_bytes(session.raw))
+        data = raw_bytes(session.raw)
+        parsed = parse_jsonl(data)
         messages = _redacted_messages(parsed.messages)
         spans = segment(messages)
+        # The archive's redacted text, left to this step by the upload (it takes seconds per MB).
+        archive_text = archive_redact(data) if session.raw.metadata.get("archive") == ARCHIVE_PENDING else None
     except Exception as exc:  # LLM failures, missing bytes, anything: recorded, retried, never lost
         attempt_failed(SessionRecord, session_id, "segmentation", exc, lease=session.lease_until)
         return False
@@ -83,6 +86,9 @@ def session_segment(*, session_id: int) -> bool:
         session.segmented_sha256 = session.sha256
         work_done(session, "segmentation", ["segmented_sha256"])
         raw = session.raw
+        if raw is not None and archive_text is not None:
+            RawUpload.objects.filter(pk=raw.pk).update(
+                content=archive_text.encode("utf-8"), redacted=True, metadata={**raw.metadata, "archive": "redacted"})
         if raw is not None and raw.spool_path:
             # The spooled bytes were only waiting for this; the archive keeps what it keeps.
             spool = raw.spool_path

@@ -93,16 +93,17 @@ def _apply(text: str, findings: list[Finding]) -> Redacted:
     return Redacted("".join(out), counts)
 
 
-def analyze_many(texts: list[str]) -> list[list[Finding]]:
+def analyze_many(texts: list[str], *, names: bool = True) -> list[list[Finding]]:
     """The findings to redact in each text (overlaps resolved); English texts share one
-    batched spaCy pass."""
+    batched spaCy pass. ``names=False``: the pattern recognizers only (no spaCy person names),
+    about six times faster, for bulk text such as the raw archive."""
     findings: list[list[Finding]] = [[] for _ in texts]
     english: list[int] = []
     for index, text in enumerate(texts):
         if not text or not text.strip():
             continue
         findings[index] = _pattern_findings(text)
-        if chinese.cjk_share(text) > CJK_THRESHOLD or not settings.ULTRON_REDACT_NER:
+        if not names or chinese.cjk_share(text) > CJK_THRESHOLD or not settings.ULTRON_REDACT_NER:
             findings[index].extend(presidio_engine.analyze_patterns(text))
         else:
             english.append(index)
@@ -113,9 +114,9 @@ def analyze_many(texts: list[str]) -> list[list[Finding]]:
     return [_resolve(text, found) if found else [] for text, found in zip(texts, findings, strict=True)]
 
 
-def redact_many(texts: list[str]) -> list[Redacted]:
-    """Redact several texts at once (faster than one by one)."""
-    return [_apply(text or "", found) for text, found in zip(texts, analyze_many(texts), strict=True)]
+def redact_many(texts: list[str], *, names: bool = True) -> list[Redacted]:
+    """Redact several texts at once (faster than one by one); ``names`` as in ``analyze_many``."""
+    return [_apply(text or "", found) for text, found in zip(texts, analyze_many(texts, names=names), strict=True)]
 
 
 def redact(text: str) -> Redacted:

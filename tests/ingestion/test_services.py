@@ -58,10 +58,14 @@ def test_a_new_session_is_archived_segmented_scored_and_extracted(agent):
     result = ingest(agent, DOCKER_TASK + SECOND_TASK)
     assert result.status == "new" and result.messages == 10
     raw = RawUpload.objects.get()
-    assert bytes(raw.content) == jsonl(DOCKER_TASK + SECOND_TASK)
+    # The archive's redacted text is written by segmentation; until then the bytes wait in the spool.
+    assert raw.content is None and raw.metadata["archive"] == "pending" and raw.spool_path
     process(result)
     session = SessionRecord.objects.get(pk=result.session_id)
     assert session.segmentation == WorkState.DONE
+    raw.refresh_from_db()
+    assert raw.redacted and raw.metadata["archive"] == "redacted" and not raw.spool_path
+    assert bytes(raw.content).decode().splitlines() == jsonl(DOCKER_TASK + SECOND_TASK).decode().splitlines()
     segments = list(TaskSegment.objects.filter(session=session).order_by("index"))
     assert len(segments) == 2
     assert segments[0].topic.startswith("pip install fails")
@@ -325,17 +329,24 @@ def test_text_ingest_falls_back_to_rules_when_the_llm_fails(agent, openai_llm):
     assert openai_llm.asked_kinds() == ["extract", "extract", "extract", "classify"]
 
 
-def test_raw_archive_can_store_redacted_text(agent, settings, django_capture_on_commit_callbacks):
-    settings.ULTRON_RAW_ARCHIVE_REDACT = True
+def test_raw_archive_stores_redacted_text_by_default_and_originals_only_when_asked(
+        agent, settings, django_capture_on_commit_callbacks):
     rows = [{"role": "user", "content": "my key is sk-0a1b2c3d4e5f60718293a4b5c6d7e8f9, fix auth"},
             {"role": "assistant", "content": "Rotate it."}]
     result = ingest(agent, rows)
     raw = RawUpload.objects.get()
-    assert raw.redacted and b"sk-0a1b2c3d" not in bytes(raw.content) and raw.spool_path
+    assert raw.content is None and raw.spool_path  # the request only spools; the worker redacts
     with django_capture_on_commit_callbacks(execute=True):
         process(result)
     assert not Path(raw.spool_path).exists()  # processed from the spool, then removed
+    raw.refresh_from_db()
+    assert raw.redacted and b"sk-0a1b2c3d" not in bytes(raw.content) and b"<" in bytes(raw.content)
     assert "sk-0a1b2c3d" not in json.dumps(list(TaskSegment.objects.values_list("messages", flat=True)))
+
+    settings.ULTRON_RAW_ARCHIVE_REDACT = False
+    ingest(agent, rows, name="kept-as-sent.jsonl")
+    kept = RawUpload.objects.get(name="kept-as-sent.jsonl")
+    assert not kept.redacted and b"sk-0a1b2c3d" in bytes(kept.content) and not kept.spool_path
 
 
 def test_large_files_are_not_archived_but_still_processed(agent, settings, django_capture_on_commit_callbacks):

@@ -118,15 +118,18 @@ def test_a_curator_reads_jobs_and_sessions_without_links_to_what_they_may_not_op
     assert "/admin/ingestion/rawupload/" not in page and "/admin/agents/" not in page
 
 
-def test_an_admin_downloads_the_redacted_archive_and_the_download_is_logged(admin_client_role, agent, caplog):
+def test_an_admin_downloads_the_redacted_archive_and_the_download_is_logged(
+        admin_client_role, agent, caplog, django_capture_on_commit_callbacks):
     import json
     import logging
 
+    from ingestion.models import RawUpload
     from ingestion.services.accept import files_ingest
 
     line = json.dumps({"type": "user", "message": {"role": "user", "content": "deploy with password=Tr0ub4dor&3 please"}})
-    job, _ = files_ingest(agent=agent, files=[("s.jsonl", line.encode())])
-    raw = job.sessions.get().raw
+    with django_capture_on_commit_callbacks(execute=True):
+        job, _ = files_ingest(agent=agent, files=[("s.jsonl", line.encode())])
+    raw = RawUpload.objects.get(pk=job.sessions.get().raw_id)
     caplog.set_level(logging.INFO, logger="ultron.audit")
     response = admin_client_role.get(reverse("admin:ingestion_rawupload_download", args=[raw.pk]))
     body = b"".join(response.streaming_content) if response.streaming else response.content
