@@ -1,7 +1,7 @@
 """Every read of the memory service, including the pgvector queries.
 
 - ``space``: the stored embedding space;
-- ``duplicates``: the memory an upload duplicates, near-duplicate pairs;
+- ``duplicates``: the neighbours a new text may duplicate, near-duplicate pairs;
 - ``keywords``: the keyword side of search (lexemes, selective terms, tsquery);
 - ``search``: ranked search in SQL;
 - ``records``: details, lists, counts;
@@ -9,11 +9,7 @@
 """
 
 from memories.selectors.context import AssembledContext, ContextBlock, context_assemble
-from memories.selectors.duplicates import (
-    DuplicateMatch,
-    memory_find_duplicate,
-    memory_pairs_near_duplicate,
-)
+from memories.selectors.duplicates import memory_duplicate_neighbours, memory_pairs_near_duplicate
 from memories.selectors.keywords import (
     QueryTerms,
     keyword_query,
@@ -29,7 +25,6 @@ __all__ = [
     "SEARCH_MODES",
     "AssembledContext",
     "ContextBlock",
-    "DuplicateMatch",
     "SearchHit",
     "context_assemble",
     "embedding_column_dimensions",
@@ -37,7 +32,7 @@ __all__ = [
     "keyword_query",
     "lexeme_counts_compact",
     "memory_details",
-    "memory_find_duplicate",
+    "memory_duplicate_neighbours",
     "memory_list",
     "memory_pairs_near_duplicate",
     "memory_search",

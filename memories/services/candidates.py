@@ -17,7 +17,7 @@ from memories.models import CandidateStatus, Memory, MemoryContribution, MergeCa
 from memories.services.inputs import MemoryInputError, tags_normalise
 
 if TYPE_CHECKING:
-    from memories.selectors import DuplicateMatch
+    from memories.judgements.duplicate import DuplicateMatch
 
 logger = logging.getLogger("ultron.memories")
 

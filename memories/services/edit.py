@@ -12,9 +12,10 @@ from typing import Any
 from django.db import transaction
 
 from memories import signals
+from memories.judgements.duplicate import DuplicateMatch, duplicate_decide
 from memories.judgements.summarize import extractive_summaries
 from memories.models import Memory, MemoryEdit, MemoryType, Status
-from memories.selectors import DuplicateMatch, memory_find_duplicate
+from memories.selectors import memory_duplicate_neighbours
 from memories.services.embedding_space import embed_texts
 from memories.services.inputs import MemoryInputError, memory_input_clean
 from memories.services.lifecycle import memory_archive, memory_restore
@@ -89,9 +90,10 @@ def memory_edit(
             signals.memory_changed.send(sender=Memory, memory_id=memory.pk)
     near: list[DuplicateMatch] = []
     if body_changed_vector is not None and memory.status == Status.ACTIVE:
-        found = memory_find_duplicate(
-            body_hash=memory.content_hash, vector=body_changed_vector, verdicts={},
-            body=memory_body(memory.content, memory.context, memory.resolution), exclude=memory.pk,
+        found = duplicate_decide(
+            body=memory_body(memory.content, memory.context, memory.resolution), verdicts={},
+            neighbours=memory_duplicate_neighbours(body_hash=memory.content_hash, vector=body_changed_vector,
+                                                   exclude=memory.pk),
         )
         near = [m for m in found if m.memory.pk != memory.pk]
     return EditResult(memory, changed, clean.redactions, near)

@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from memories import signals
 from memories.judgements import merge as merge_judgement
+from memories.judgements.duplicate import duplicate_decide
 from memories.judgements.prompts import llm_available
-from memories.judgements.same_subject import details_conflicts
 from memories.judgements.summarize import summarize
 from memories.models import Memory, MemoryContribution, Status
-from memories.selectors import DuplicateMatch, memory_pairs_near_duplicate
+from memories.selectors import memory_pairs_near_duplicate
 from memories.services.candidates import (
     memory_fold,
     merge_candidate_for_pair,
@@ -127,12 +127,16 @@ def memories_consolidate(*, limit: int = 50) -> dict[str, int]:
         pair = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[keep_id, drop_id])}
         if len(pair) != 2:
             continue
-        keep, drop = pair[keep_id], pair[drop_id]
-        conflicts = details_conflicts(memory_body(drop.content, drop.context, drop.resolution),
-                                      memory_body(keep.content, keep.context, keep.resolution))
-        if conflicts:
-            merge_candidate_record(memory=drop, match=DuplicateMatch(keep, similarity, "candidate", tuple(conflicts)))
+        keep: Any = pair[keep_id]  # read as a neighbour of ``drop``: similarity and exact added
+        drop = pair[drop_id]
+        keep.similarity, keep.exact = similarity, False
+        # The upload's rule, without asking the LLM: a consolidation run must stay bounded.
+        decided = duplicate_decide(body=memory_body(drop.content, drop.context, drop.resolution),
+                                   neighbours=[keep], verdicts={}, ask_llm=False)
+        if decided and decided[0].reason == "candidate":
+            merge_candidate_record(memory=drop, match=decided[0])
             candidates += 1
-        elif memory_fold(keep_id=keep_id, drop_id=drop_id, similarity=similarity, reason="consolidated"):
+        elif decided and memory_fold(keep_id=keep_id, drop_id=drop_id, similarity=similarity,
+                                     reason="consolidated"):
             merged += 1
     return {"enabled": 1, "merged": merged, "candidates": candidates}

@@ -17,6 +17,7 @@ from django.utils import timezone
 from agents.models import Agent
 from memories import signals
 from memories.judgements.classify import classify
+from memories.judgements.duplicate import CANDIDATES_PER_UPLOAD, DuplicateMatch, duplicate_decide
 from memories.judgements.prompts import llm_available
 from memories.judgements.same_subject import same_subject
 from memories.judgements.summarize import extractive_summaries
@@ -30,8 +31,7 @@ from memories.models import (
     Tier,
 )
 from memories.queue import enqueue_on_commit
-from memories.selectors import DuplicateMatch, memory_find_duplicate
-from memories.selectors.duplicates import CANDIDATES_PER_UPLOAD
+from memories.selectors import memory_duplicate_neighbours
 from memories.services.candidates import merge_candidate_record
 from memories.services.embedding_space import embed_texts
 from memories.services.inputs import (
@@ -154,8 +154,9 @@ def _funnel(
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute(", ".join(["SELECT pg_advisory_xact_lock(%s)", *_UPLOAD_LOCKS]), [_DEDUP_LOCK])
-            found = memory_find_duplicate(
-                body_hash=body_hash, vector=vector, verdicts=verdicts, body=body,
+            found = duplicate_decide(
+                body=body, neighbours=memory_duplicate_neighbours(body_hash=body_hash, vector=vector),
+                verdicts=verdicts,
             )
             match = found[0] if found else None
             if match is not None and match.reason not in ("ask", "candidate"):

@@ -13,7 +13,7 @@ from memories import selectors
 from memories.models import LexemeCount, Memory, Status, Tier
 from memories.selectors import (
     keywords,
-    memory_find_duplicate,
+    memory_duplicate_neighbours,
     memory_search,
     query_embedding_text,
     selective_terms,
@@ -153,6 +153,13 @@ def test_filtered_search_still_finds_rare_tagged_rows_among_many():
     rare = [make(unit(501 + i, target, 0.9), tags=["rare"]) for i in range(3)]
     hits = memory_search(vector=list(target), tags=["rare"], limit=10)
     assert {h.id for h in hits} == {r.pk for r in rare}
+
+
+def memory_find_duplicate(*, body_hash, vector, verdicts):
+    from memories.judgements.duplicate import duplicate_decide
+
+    return duplicate_decide(body="", neighbours=memory_duplicate_neighbours(body_hash=body_hash, vector=vector),
+                            verdicts=verdicts)
 
 
 def test_duplicate_finder_looks_across_types_and_respects_the_threshold(settings):
