@@ -64,8 +64,12 @@ def _task_type(messages: list[Message], errors_met: bool) -> str:
 
 # How strongly each kind of evidence says a segment holds reusable experience; combined as a
 # noisy-OR (each piece can make the case on its own, more pieces make it surer).
-_EVIDENCE = {"chain": 0.7, "explained": 0.8, "error": 0.7, "correction": 0.7, "preference": 0.7,
-             "pattern": 0.7, "completed": 0.35}
+_EVIDENCE = {"chain": 0.7, "explained": 0.8, MemoryType.ERROR: 0.7, MemoryType.CORRECTION: 0.7,
+             MemoryType.PREFERENCE: 0.7, MemoryType.PATTERN: 0.7, "completed": 0.35}
+# What a lesson of each type says about the segment, in the score's reasons.
+_LESSON_EVIDENCE = {MemoryType.ERROR: "a fix the user confirmed", MemoryType.CORRECTION: "the user corrected the agent",
+                    MemoryType.PREFERENCE: "the user stated a rule or preference",
+                    MemoryType.PATTERN: "a how-to task the user confirmed"}
 _REVERT_RE = re.compile(r"^git (?:checkout|restore|revert|reset|stash)$")
 
 
@@ -95,11 +99,8 @@ def score_offline(messages: list[Message], notes: list[str] | None = None) -> Se
         found.append((f"{len(chains)} error(s) met and fixed{', with the cause explained' if explained else ''}",
                       _EVIDENCE["explained" if explained else "chain"]))
         found.extend(("another error fixed", 0.3) for _ in chains[1:3])
-    for kind in (MemoryType.ERROR, MemoryType.CORRECTION, MemoryType.PREFERENCE, MemoryType.PATTERN):
+    for kind, label in _LESSON_EVIDENCE.items():
         if any(lesson.memory_type == kind for lesson in lessons):
-            label = {"error": "a fix the user confirmed", "correction": "the user corrected the agent",
-                     "preference": "the user stated a rule or preference",
-                     "pattern": "a how-to task the user confirmed"}[kind]
             found.append((label, _EVIDENCE[kind]))
     if completed:
         found.append(("the user confirmed the result" if confirmed else "the task was completed", _EVIDENCE["completed"]))
