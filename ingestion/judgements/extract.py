@@ -34,8 +34,8 @@ from ingestion.judgements.cues import (
     states_rule,
 )
 from ingestion.judgements.lessons import lessons_find
+from ingestion.judgements.segmentation import is_goal
 from ingestion.parsing import Message
-from ingestion.segmentation import is_goal
 from memories.models import MemoryType
 from memories.providers.llm import InvalidReply, get_llm
 from memories.text import estimate_tokens, normalise_space, truncate_tokens

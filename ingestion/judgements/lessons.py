@@ -34,8 +34,8 @@ from ingestion.judgements.cues import (
     sentences,
     states_rule,
 )
+from ingestion.judgements.segmentation import is_goal, said_aloud
 from ingestion.parsing import Message
-from ingestion.segmentation import is_goal, said_aloud
 from memories.models import MemoryType
 from memories.text import normalise_space, truncate_tokens
 

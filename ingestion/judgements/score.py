@@ -24,8 +24,8 @@ from ingestion.judgements.cues import (
     render,
 )
 from ingestion.judgements.lessons import confirms, lessons_find
+from ingestion.judgements.segmentation import is_goal
 from ingestion.parsing import Message
-from ingestion.segmentation import is_goal
 from memories.models import MemoryType
 from memories.providers.llm import InvalidReply, get_llm
 

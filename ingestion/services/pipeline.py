@@ -12,9 +12,9 @@ from django.conf import settings
 from django.db import transaction
 
 from ingestion.judgements import extract, score
+from ingestion.judgements.segmentation import fingerprint, segment
 from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegment, WorkState
 from ingestion.parsing import Message, parse_jsonl
-from ingestion.segmentation import fingerprint, segment
 from ingestion.services.accept import ARCHIVE_PENDING, archive_redact, raw_bytes
 from ingestion.services.work import LEASE_LOST, attempt_failed, claim, work_done
 from memories import services as memory_services

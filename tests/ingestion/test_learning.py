@@ -20,9 +20,9 @@ from ingestion.judgements.commands import command_key, command_parts
 from ingestion.judgements.cues import states_rule
 from ingestion.judgements.lessons import lessons_find
 from ingestion.judgements.score import score_offline
+from ingestion.judgements.segmentation import agent_boundaries
 from ingestion.models import SegmentMemory
 from ingestion.parsing import Message, parse_jsonl
-from ingestion.segmentation import agent_boundaries
 from memories.models import MemoryType
 
 WRITTEN = Path(__file__).resolve().parent.parent / "data" / "sessions_written"

@@ -11,9 +11,9 @@ from django.db import connection
 
 from bench._common import eval_dir
 from ingestion import services
+from ingestion.judgements.segmentation import segment_offline, validate_spans
 from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegment, WorkState
 from ingestion.parsing import parse_jsonl
-from ingestion.segmentation import segment_offline, validate_spans
 from ingestion.services import pipeline, work
 from memories.models import Memory, Status
 from memories.providers.llm import InvalidReply
