@@ -25,6 +25,7 @@ from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
 from clusters.services import skill_version_publish, skill_version_reject
 from clusters.skill_files import skill_package, skill_version_for_download
+from clusters.tasks import crystallize_task
 from memories.queue import enqueue_on_commit
 
 
@@ -130,7 +131,7 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
             raise PermissionDenied
         cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid", "direction"), pk=cluster_id)
         since = timezone.now().isoformat()  # before queueing: a quick worker may finish at once
-        enqueue_on_commit("clusters.tasks.crystallize_task", cluster.pk)
+        enqueue_on_commit(crystallize_task, cluster.pk)
         if request.htmx:
             return TemplateResponse(request, "admin/clusters/_crystallization.html",
                                     _crystallization_context(cluster, since, True))
@@ -151,7 +152,7 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
     def crystallize_selected(self, request, queryset):
         ids = list(queryset.values_list("pk", flat=True))
         for cluster_id in ids:
-            enqueue_on_commit("clusters.tasks.crystallize_task", cluster_id)
+            enqueue_on_commit(crystallize_task, cluster_id)
         self.message_user(request, f"Queued {len(ids)} cluster(s); the result appears on each cluster when done.",
                           messages.SUCCESS)
 

@@ -1,30 +1,39 @@
 """Putting background work on the django-q2 queue.
 
 A leaf module: services of every app enqueue through it, and it imports nothing of theirs.
-Tasks are named by dotted path (``"memories.tasks.memory_summarize_task"``); a test checks
-that every path enqueued anywhere in the code resolves to a function.
+A caller passes the task function itself (imported where it is queued, inside the function,
+because the tasks module imports the services that queue it): the edge from a service to its
+task is an import that tools and readers see, not a string. The queue stores the function's
+dotted path, which the worker imports.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 logger = logging.getLogger("ultron.tasks")
 
 
-def enqueue(func: str, *args: Any) -> None:
+def task_path(func: Callable[..., Any]) -> str:
+    """The dotted path the worker imports a task function by."""
+    return f"{func.__module__}.{func.__qualname__}"
+
+
+def enqueue(func: Callable[..., Any], *args: Any) -> None:
     """Queue a task (call from ``transaction.on_commit``). Queueing never fails the caller:
     the scheduled pipeline picks up whatever a lost task would have done."""
     from django_q.tasks import async_task
 
+    path = task_path(func)
     try:
-        async_task(func, *args, group=func.rsplit(".", 1)[-1])
+        async_task(path, *args, group=func.__name__)
     except Exception:
-        logger.exception("could not queue %s; the scheduled pipeline will catch up", func)
+        logger.exception("could not queue %s; the scheduled pipeline will catch up", path)
 
 
-def enqueue_on_commit(func: str, *args: Any) -> None:
+def enqueue_on_commit(func: Callable[..., Any], *args: Any) -> None:
     """Queue a task once the current transaction commits (at once outside a transaction)."""
     from django.db import transaction
 

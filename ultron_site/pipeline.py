@@ -106,4 +106,4 @@ def pipeline_run_enqueue() -> None:
     """Queue one whole run for the worker (the dashboard's "run now")."""
     from memories.queue import enqueue
 
-    enqueue("ultron_site.pipeline.run_pipeline")
+    enqueue(run_pipeline)

@@ -265,7 +265,9 @@ def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob |
         session.lease_until = None
         session.save()
         result.session_id = session.pk
-        enqueue_on_commit("ingestion.tasks.session_process_task", session.pk)
+        from ingestion.tasks import session_process_task  # the tasks import the services
+
+        enqueue_on_commit(session_process_task, session.pk)
     return result
 
 

@@ -267,8 +267,13 @@ def _record_duplicate(
 def _after_upload(result: UploadResult) -> None:
     if not llm_available():
         return
+    from memories.tasks import (  # the tasks import this module
+        memory_merge_task,
+        memory_summarize_task,
+    )
+
     memory_id = str(result.memory.pk)
     if not result.merged:
-        enqueue_on_commit("memories.tasks.memory_summarize_task", memory_id)
+        enqueue_on_commit(memory_summarize_task, memory_id)
     elif result.memory.merge_pending:
-        enqueue_on_commit("memories.tasks.memory_merge_task", memory_id)
+        enqueue_on_commit(memory_merge_task, memory_id)
