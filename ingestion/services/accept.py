@@ -185,11 +185,13 @@ def archive_redact(data: bytes) -> str:
 ARCHIVE_PENDING = "pending"  # metadata["archive"]: the segmentation step writes the redacted text
 
 
-def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metadata: dict) -> RawUpload:
+def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metadata: dict,
+                redacted_text: str | None = None) -> RawUpload:
     """Keep the redacted text (ULTRON_RAW_ARCHIVE_REDACT, the default) or the original bytes.
     A session file's redaction takes seconds per megabyte, so it is not done in the request:
     the original bytes wait in a spool file and the pipeline's segmentation step, which reads
-    them anyway, writes the redacted archive and deletes the spool (``archive_complete``)."""
+    them anyway, writes the redacted archive and deletes the spool. ``redacted_text``: the
+    caller has redacted the text already (a plain-text ingest), and it is kept as it is."""
     digest = hashlib.sha256(data).hexdigest()
     raw = RawUpload(kind=kind, name=name[:1000], agent=agent, size=len(data), sha256=digest, metadata=metadata)
     keep = len(data) <= settings.ULTRON_RAW_ARCHIVE_MAX_BYTES
@@ -198,7 +200,8 @@ def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metad
             if keep and kind == RawUpload.Kind.FILE:
                 raw.metadata = {**metadata, "archive": ARCHIVE_PENDING}
             elif keep:  # a plain text (at most ULTRON_INGEST_MAX_TEXT_CHARS): redacted here
-                raw.content = archive_redact(data).encode("utf-8")
+                text = redacted_text if redacted_text is not None else archive_redact(data)
+                raw.content = text.encode("utf-8")
                 raw.redacted = True
         elif keep:
             raw.content = data

@@ -35,8 +35,10 @@ def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
     if len(text) > settings.ULTRON_INGEST_MAX_TEXT_CHARS:
         raise IngestError(f"text is longer than {settings.ULTRON_INGEST_MAX_TEXT_CHARS} characters", status=413,
                           field="text")
-    raw = raw_archive(kind=RawUpload.Kind.TEXT, name="ingest_text", agent=agent, data=text.encode("utf-8"), metadata={})
+    # Redacted once: the archive keeps this text, and extraction reads it.
     clean = redact(text).text
+    raw = raw_archive(kind=RawUpload.Kind.TEXT, name="ingest_text", agent=agent, data=text.encode("utf-8"),
+                      metadata={}, redacted_text=clean)
     extractor = get_llm().name
     try:
         items = extract.extract(None, text=clean)
