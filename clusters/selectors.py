@@ -27,6 +27,21 @@ def readiness(cluster: KnowledgeCluster) -> str | None:
     return None
 
 
+def clusters_ready(*, limit: int) -> list[KnowledgeCluster]:
+    """At most ``limit`` clusters ``readiness`` calls ready or due again, largest first (the
+    crystallization step's work and the dashboard's list). The member-count filter only narrows
+    the scan to clusters the threshold lets through; ``readiness`` decides."""
+    ready: list[KnowledgeCluster] = []
+    scan = (KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
+            .defer("centroid", "direction").order_by("-member_count", "pk"))
+    for cluster in scan.iterator(chunk_size=200):
+        if len(ready) >= limit:
+            break
+        if readiness(cluster) is not None:
+            ready.append(cluster)
+    return ready
+
+
 
 
 def cluster_list(*, min_members: int = 1) -> QuerySet[KnowledgeCluster]:

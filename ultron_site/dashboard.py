@@ -14,8 +14,7 @@ from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
 
-from clusters.models import KnowledgeCluster
-from clusters.selectors import readiness
+from clusters.selectors import clusters_ready
 from ingestion.models import IngestJob, SessionRecord, TaskSegment, WorkState
 from ingestion.selectors import job_progress
 from memories.models import (
@@ -114,8 +113,7 @@ def recent_jobs(limit: int = 5) -> list[dict[str, Any]]:
 
 
 def review_counts(stats: dict[str, Any]) -> dict[str, Any]:
-    ready = [c for c in KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
-             .defer("centroid", "direction").order_by("-member_count")[:200] if readiness(c)]
+    ready = clusters_ready(limit=200)
     pending = stats["merge_pending"]
     candidates = MergeCandidate.objects.filter(status=CandidateStatus.OPEN, memory__status=Status.ACTIVE,
                                                duplicate_of__status=Status.ACTIVE).count()

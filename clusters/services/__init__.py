@@ -10,7 +10,6 @@
 from clusters.services.crystallize import (
     cluster_crystallize,
     crystallization_step,
-    readiness,
     skill_version_publish,
     skill_version_reject,
 )
@@ -41,7 +40,6 @@ __all__ = [
     "clusters_rebuild",
     "clusters_repair",
     "crystallization_step",
-    "readiness",
     "skill_version_publish",
     "skill_version_reject",
     "skills_reembed",

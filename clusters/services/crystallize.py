@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from clusters import skills
 from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
-from clusters.selectors import readiness
+from clusters.selectors import clusters_ready
 from clusters.services.membership import clusters_assign_missing
 from clusters.services.rebuild import cluster_relabel
 from memories.models import Memory, Status
@@ -133,12 +133,7 @@ def crystallization_step(*, limit: int = 10) -> dict[str, int]:
         cluster_relabel(cluster_id=cluster.pk)
         relabelled += 1
     done = published = 0
-    candidates = KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
-    for cluster in candidates.order_by("-member_count", "pk"):
-        if done >= limit:
-            break
-        if readiness(cluster) is None:
-            continue
+    for cluster in clusters_ready(limit=limit):
         version = cluster_crystallize(cluster_id=cluster.pk)
         done += 1
         published += bool(version and version.status == SkillStatus.PUBLISHED)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from clusters import services
+from clusters import selectors, services
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillStatus, SkillVersion
 from clusters.services import crystallize
 from clusters.skills import slug_base
@@ -153,20 +153,20 @@ def test_readiness_counts():
     members = _fill(4)
     cluster = members[0].cluster_member.cluster
     cluster.refresh_from_db()
-    assert services.readiness(cluster) is None
+    assert selectors.readiness(cluster) is None
     _fill(1, start=4)
     cluster.refresh_from_db()
-    assert services.readiness(cluster) == "ready"
+    assert selectors.readiness(cluster) == "ready"
     version = services.cluster_crystallize(cluster_id=cluster.pk)
     assert version.status == SkillStatus.PUBLISHED
     cluster.refresh_from_db()
-    assert services.readiness(cluster) is None
+    assert selectors.readiness(cluster) is None
     _fill(2, start=5)
     cluster.refresh_from_db()
-    assert services.readiness(cluster) is None
+    assert selectors.readiness(cluster) is None
     _fill(1, start=7)
     cluster.refresh_from_db()
-    assert services.readiness(cluster) == "recrystallize"
+    assert selectors.readiness(cluster) == "recrystallize"
 
 
 def test_offline_skill_is_built_from_the_members_and_traceable():
@@ -197,7 +197,7 @@ def test_too_few_resolutions_is_recorded_as_insufficient_and_not_retried():
     assert services.cluster_crystallize(cluster_id=cluster.pk) is None
     cluster.refresh_from_db()
     assert cluster.last_crystallization_result == "insufficient" and "steps" in cluster.last_crystallization_reason
-    assert services.readiness(cluster) is None
+    assert selectors.readiness(cluster) is None
     assert Skill.objects.count() == 0
 
 
@@ -232,7 +232,7 @@ def test_a_failed_draft_is_recorded_and_waits_for_new_members(openai_llm):
     openai_llm.script("no", "no", "no")
     assert services.cluster_crystallize(cluster_id=cluster.pk) is None
     cluster.refresh_from_db()
-    assert cluster.last_crystallization_result == "failed" and services.readiness(cluster) is None
+    assert cluster.last_crystallization_result == "failed" and selectors.readiness(cluster) is None
     assert openai_llm.asked_kinds() == ["skill_draft"] * 3
 
 
