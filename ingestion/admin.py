@@ -11,6 +11,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
@@ -21,7 +22,7 @@ from django.utils.html import format_html
 from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, linked, viewer_keep
 from agents.models import Agent
 from ingestion.formats import ACCEPTED, accepted_name
-from ingestion.models import IngestJob, RawUpload, SessionRecord, TaskSegment
+from ingestion.models import IngestJob, RawUpload, SegmentMemory, SessionRecord, TaskSegment
 from ingestion.selectors import job_progress
 from ingestion.services import IngestError
 from ingestion.services.accept import files_ingest
@@ -205,8 +206,11 @@ class SessionRecordAdmin(RetryWork):
 
     @admin.display(description="segments")
     def segments_panel(self, session: SessionRecord) -> str:
+        links = SegmentMemory.objects.select_related("memory").only(
+            "segment_id", "memory_id", "memory__summary_l0", "memory__content").order_by("item_index")
         segments = list(session.segments.only("pk", "session_id", "index", "topic", "score", "scoring", "extraction")
-                        .prefetch_related("memory_links").order_by("index")[:SESSION_SEGMENTS_SHOWN + 1])
+                        .prefetch_related(Prefetch("memory_links", queryset=links))
+                        .order_by("index")[:SESSION_SEGMENTS_SHOWN + 1])
         more = len(segments) > SESSION_SEGMENTS_SHOWN
         return render_to_string("admin/ingestion/_session_segments.html", {
             "session": session, "segments": segments[:SESSION_SEGMENTS_SHOWN], "more": more,

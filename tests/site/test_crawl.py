@@ -233,12 +233,26 @@ def _browse(browser, base: str, role: str, urls: dict[str, str], errors: list[st
         page.goto(base + url, wait_until="load")
         # htmx marks elements whose request is in flight; the page is done when none is.
         page.wait_for_function("!document.querySelector('.htmx-request')", timeout=10_000)
-    if role == "curator":  # a person looks at each format's conversation
-        SHOTS.mkdir(parents=True, exist_ok=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    if role == "curator":  # a person looks at each format's conversation, and a session's segments
         for name, segment_id in _segment_per_format().items():
             page.goto(f"{base}/admin/ingestion/tasksegment/{segment_id}/change/", wait_until="load")
             page.screenshot(path=str(SHOTS / f"conversation-{name}.png"), full_page=True)
+        session = SessionRecord.objects.filter(segments__memory_links__isnull=False).order_by("pk").first()
+        page.goto(f"{base}/admin/ingestion/sessionrecord/{session.pk}/change/", wait_until="load")
+        page.screenshot(path=str(SHOTS / "session-segments.png"), full_page=True)
     page.close()
+    if role == "admin":  # last: the lockout page, after guessing a password (it locks this address)
+        guesser = browser.new_page(viewport={"width": 1280, "height": 900})
+        for _ in range(settings.AXES_FAILURE_LIMIT):
+            guesser.goto(base + "/admin/login/")
+            guesser.fill("#id_username", "crawler-admin")
+            guesser.fill("#id_password", "not the password at all")
+            guesser.click("#login-form button[type=submit]")
+            guesser.wait_for_load_state("load")
+        assert "Too many failed logins" in guesser.content()
+        guesser.screenshot(path=str(SHOTS / "locked-out.png"), full_page=True)
+        guesser.close()
 
 
 def test_the_crawl_itself_notices_a_broken_link():
