@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from agents.admin_tools import HubAdmin, ReadOnlyTabularInline, linked, viewer_keep
+from agents.admin_tools import HubAdmin, ReadOnlyTabularInline, ViewerLinks, linked
 from agents.models import Agent, ApiToken
 from agents.services import agent_create, token_issue, token_lifetime, token_revoke
 
@@ -52,7 +52,7 @@ class AgentForm(forms.Form):
 
 
 @admin.register(Agent)
-class AgentAdmin(HubAdmin):
+class AgentAdmin(ViewerLinks, HubAdmin):
     list_display = ("name", "is_staff", "created_at", "active_tokens")
     search_fields = ("name",)
     readonly_fields = ("name", "user_account", "created_at")
@@ -63,9 +63,6 @@ class AgentAdmin(HubAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False  # nothing on an agent is edited here; its tokens have their own actions
-
-    def get_object(self, request, object_id, from_field=None):
-        return viewer_keep(request, super().get_object(request, object_id, from_field))
 
     @admin.display(description="user account")
     def user_account(self, agent: Agent) -> str:

@@ -76,6 +76,14 @@ def viewer_keep(request: HttpRequest, obj: Any) -> Any:
     return obj
 
 
+class ViewerLinks:
+    """For admin pages whose display methods link related pages with ``linked``: the object
+    shown remembers who is looking."""
+
+    def get_object(self, request, object_id, from_field=None):
+        return viewer_keep(request, super().get_object(request, object_id, from_field))  # type: ignore[misc]
+
+
 def linked(obj: Any, permission: str, url_name: str, pk: Any, text: str) -> str:
     """A link to a related admin page if the person looking at ``obj`` may open it, else the
     plain text: a page never shows a link that answers 403 to whoever sees it."""

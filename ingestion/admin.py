@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, linked, viewer_keep
+from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ViewerLinks, linked
 from agents.models import Agent
 from ingestion.formats import ACCEPTED, accepted_name
 from ingestion.models import IngestJob, RawUpload, SegmentMemory, SessionRecord, TaskSegment
@@ -83,15 +83,12 @@ class IngestForm(forms.Form):
 
 
 @admin.register(IngestJob)
-class IngestJobAdmin(ReadOnlyAdmin):
+class IngestJobAdmin(ViewerLinks, ReadOnlyAdmin):
     list_display = ("created_at", "agent", "file_count")
     list_select_related = ("agent",)
     readonly_fields = ("agent_link", "created_at", "progress_panel")
     fields = ("agent_link", "created_at", "progress_panel")
     change_list_template = "admin/ingestion/ingestjob/change_list.html"
-
-    def get_object(self, request, object_id, from_field=None):
-        return viewer_keep(request, super().get_object(request, object_id, from_field))
 
     @admin.display(description="agent")
     def agent_link(self, job: IngestJob) -> str:
@@ -166,7 +163,7 @@ SESSION_SEGMENTS_SHOWN = 200
 
 
 @admin.register(SessionRecord)
-class SessionRecordAdmin(RetryWork):
+class SessionRecordAdmin(ViewerLinks, RetryWork):
     list_display = ("identity", "agent", "message_count", "segmentation", "attempts", "updated_at")
     list_filter = ("segmentation", "agent")
     search_fields = ("identity",)
@@ -182,9 +179,6 @@ class SessionRecordAdmin(RetryWork):
         ("File", {"fields": ("size", "sha256", "line_count", "message_count", "malformed", "created_at", "updated_at")}),
     )
 
-    def get_object(self, request, object_id, from_field=None):
-        return viewer_keep(request, super().get_object(request, object_id, from_field))
-
     @admin.display(description="agent")
     def agent_link(self, session: SessionRecord) -> str:
         return linked(session, "agents.view_agent", "admin:agents_agent_change", session.agent_id,
@@ -199,8 +193,6 @@ class SessionRecordAdmin(RetryWork):
 
     @admin.display(description="raw archive")
     def raw_link(self, session: SessionRecord) -> str:
-        if session.raw_id is None:
-            return "—"
         return linked(session, "ingestion.view_rawupload", "admin:ingestion_rawupload_change", session.raw_id,
                       f"raw upload {session.raw_id}")
 
