@@ -16,9 +16,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from agents.admin_tools import HubAdmin, ReadOnlyTabularInline, ViewerLinks, linked
 from agents.models import Agent, ApiToken
 from agents.services import agent_create, token_issue, token_lifetime, token_revoke
+from core.admin_tools import HubAdmin, ReadOnlyTabularInline, ViewerLinks, linked
 
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 

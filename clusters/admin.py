@@ -20,13 +20,13 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
-from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ReadOnlyTabularInline
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
 from clusters.services import skill_version_publish, skill_version_reject
 from clusters.skill_files import skill_package, skill_version_for_download
 from clusters.tasks import crystallize_task
-from memories.queue import enqueue_on_commit
+from core.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ReadOnlyTabularInline
+from core.queue import enqueue_on_commit
 
 
 def skill_html(body: str) -> SafeString:

@@ -4,6 +4,8 @@ skill or version is a 404 from the project's exception handler."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
@@ -12,9 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from clusters import selectors, services
-from clusters.models import Skill, SkillVersion
-from memories.api_schema import error_responses
-from memories.fields import StrictCharField
+from core.api_schema import error_responses
+from core.fields import StrictCharField
 
 
 class SkillSerializer(serializers.Serializer):
@@ -32,10 +33,10 @@ class SkillDetailSerializer(SkillSerializer):
     markdown = serializers.SerializerMethodField()
     memory_ids = serializers.SerializerMethodField()
 
-    def get_markdown(self, skill: Skill) -> str:
+    def get_markdown(self, skill: Any) -> str:  # a Skill (drf-spectacular reads the hints at run time)
         return skill.current_version.body if skill.current_version else ""
 
-    def get_memory_ids(self, skill: Skill) -> list[str]:
+    def get_memory_ids(self, skill: Any) -> list[str]:
         return [str(m) for m in skill.current_version.memory_ids] if skill.current_version else []
 
 
@@ -53,7 +54,7 @@ class SkillVersionSerializer(serializers.Serializer):
     memory_ids = serializers.SerializerMethodField()
     cluster = serializers.IntegerField(source="cluster_id", allow_null=True)
 
-    def get_memory_ids(self, version: SkillVersion) -> list[str]:
+    def get_memory_ids(self, version: Any) -> list[str]:  # a SkillVersion
         return [str(m) for m in version.memory_ids]
 
 
@@ -100,17 +101,15 @@ class ClusterListApi(APIView):
     def get(self, request: Request) -> Response:
         data = self.FilterSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
-        clusters = selectors.cluster_list(min_members=data.validated_data["min_size"])[:500]
-        return Response({"results": [selectors.cluster_summary(c) for c in clusters]})
+        summaries = selectors.cluster_summaries(min_members=data.validated_data["min_size"], limit=500)
+        return Response({"results": ClusterSummarySerializer(summaries, many=True).data})
 
 
 class ClusterDetailApi(APIView):
     @extend_schema(responses={200: ClusterDetailSerializer, **error_responses(404)})
     def get(self, request: Request, cluster_id: int) -> Response:
-        cluster = selectors.cluster_get(cluster_id=cluster_id)
-        members = selectors.cluster_members(cluster=cluster)[:200]
-        return Response({**selectors.cluster_summary(cluster),
-                         "members": ClusterMemberSerializer(members, many=True).data})
+        detail = selectors.cluster_detail(cluster_id=cluster_id, members_limit=200)
+        return Response(ClusterDetailSerializer(detail).data)
 
 
 class ClusterCrystallizeApi(APIView):
@@ -137,7 +136,7 @@ class SkillListApi(APIView):
     @extend_schema(operation_id="skills_list", responses={200: inline_serializer("SkillList", {"results": SkillSerializer(many=True)}),
                               **error_responses()})
     def get(self, request: Request) -> Response:
-        skills = selectors.skill_list(include_unpublished=request.user.is_staff)[:500]
+        skills = selectors.skills_listed(include_unpublished=request.user.is_staff, limit=500)
         return Response({"results": SkillSerializer(skills, many=True).data})
 
 

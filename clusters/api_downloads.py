@@ -4,7 +4,7 @@ published skills, curators also the newest version of a skill never published.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -14,9 +14,11 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from clusters import selectors
-from clusters.models import SkillVersion
 from clusters.skill_files import skill_package, skill_version_for_download
-from memories.api_schema import error_responses
+from core.api_schema import error_responses
+
+if TYPE_CHECKING:  # annotations only: views hold no model classes
+    from clusters.models import SkillVersion
 
 
 class _Download(APIView):

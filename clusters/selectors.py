@@ -48,6 +48,17 @@ def cluster_list(*, min_members: int = 1) -> QuerySet[KnowledgeCluster]:
     return KnowledgeCluster.objects.filter(member_count__gte=min_members).select_related("skill").defer("centroid", "direction")
 
 
+def cluster_summaries(*, min_members: int, limit: int) -> list[dict[str, Any]]:
+    """``cluster_summary`` of at most ``limit`` clusters with at least ``min_members`` members."""
+    return [cluster_summary(cluster) for cluster in cluster_list(min_members=min_members)[:limit]]
+
+
+def cluster_detail(*, cluster_id: int, members_limit: int) -> dict[str, Any]:
+    """A cluster's summary and its most-hit active members (raises ``DoesNotExist``)."""
+    cluster = cluster_get(cluster_id=cluster_id)
+    return {**cluster_summary(cluster), "members": list(cluster_members(cluster=cluster)[:members_limit])}
+
+
 def cluster_get(*, cluster_id: int) -> KnowledgeCluster:
     """One cluster (raises ``KnowledgeCluster.DoesNotExist``)."""
     return KnowledgeCluster.objects.select_related("skill").defer("centroid", "direction").get(pk=cluster_id)
@@ -63,6 +74,10 @@ def skill_list(*, include_unpublished: bool) -> QuerySet[Skill]:
     if not include_unpublished:
         queryset = queryset.filter(status=SkillStatus.PUBLISHED)
     return queryset
+
+
+def skills_listed(*, include_unpublished: bool, limit: int) -> list[Skill]:
+    return list(skill_list(include_unpublished=include_unpublished)[:limit])
 
 
 def _no_such_slug(slug: str) -> bool:

@@ -19,13 +19,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from agents.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ViewerLinks, linked
 from agents.models import Agent
-from ingestion.formats import ACCEPTED, accepted_name
+from core.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ViewerLinks, linked
+from ingestion.formats import ACCEPTED
 from ingestion.models import IngestJob, RawUpload, SegmentMemory, SessionRecord, TaskSegment
 from ingestion.selectors import job_progress
 from ingestion.services import IngestError
-from ingestion.services.accept import files_ingest
+from ingestion.services.accept import files_ingest, uploads_check
 from ingestion.services.work import work_retry
 
 audit = logging.getLogger("ultron.audit")
@@ -60,15 +60,10 @@ class SessionFilesField(forms.FileField):
         files = data if isinstance(data, list | tuple) else [data] if data else []
         if not files:
             raise forms.ValidationError(f"Choose one or more session files ({ACCEPTED}).")
-        for upload in files:
-            if not accepted_name(upload.name):
-                raise forms.ValidationError(f"{upload.name}: only {ACCEPTED} session files are ingested.")
-            if upload.size > settings.ULTRON_INGEST_MAX_FILE_BYTES:
-                raise forms.ValidationError(
-                    f"{upload.name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES:,} bytes.")
-        if sum(upload.size for upload in files) > settings.ULTRON_INGEST_MAX_REQUEST_BYTES:
-            raise forms.ValidationError(
-                f"The files add up to more than {settings.ULTRON_INGEST_MAX_REQUEST_BYTES:,} bytes.")
+        try:
+            uploads_check([(upload.name, upload.size) for upload in files])
+        except IngestError as exc:
+            raise forms.ValidationError(f"{exc.message}.") from None
         return list(files)
 
 

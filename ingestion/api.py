@@ -23,13 +23,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core import errors
+from core.api_schema import ErrorSerializer, error_responses
+from core.fields import StrictCharField
+from core.parsers import JSONBodyParser
 from ingestion import selectors, services, training
-from ingestion.formats import ACCEPTED, accepted_name
+from ingestion.formats import ACCEPTED
 from ingestion.services import IngestError
 from memories.api import UploadResultSerializer
-from memories.api_schema import ErrorSerializer, error_responses
-from memories.fields import StrictCharField
-from memories.parsers import JSONBodyParser
 
 
 class FileResultSerializer(serializers.Serializer):
@@ -121,10 +122,11 @@ class IngestApi(APIView):
             "job_id": serializers.UUIDField()}), **error_responses(400, 403, 404, 413)},
     )
     def post(self, request: Request) -> Response:
+        # Refused before the body is read: a client's 2 GB upload must not be spooled first.
         length = int(request.META.get("CONTENT_LENGTH") or 0)
         if length > settings.ULTRON_INGEST_MAX_REQUEST_BYTES:
             raise IngestError(f"the request is larger than {settings.ULTRON_INGEST_MAX_REQUEST_BYTES} bytes",
-                              status=413)
+                              code=errors.TOO_LARGE)
         if request.content_type.startswith("multipart/"):
             job, results = self._files(request)
         else:
@@ -141,25 +143,14 @@ class IngestApi(APIView):
         names = request.data.getlist("names") if hasattr(request.data, "getlist") else []
         if names and len(names) != len(uploads):
             raise ValidationError({"names": ["give one name per file, in the same order"]})
-        agent = services.acting_agent(user=request.user, name=request.data.get("agent"))
-        files = []
-        for index, upload in enumerate(uploads):
-            name = names[index] if names else upload.name
-            if upload.size > settings.ULTRON_INGEST_MAX_FILE_BYTES:
-                raise IngestError(f"{name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES} bytes", status=413)
-            if not accepted_name(name):
-                raise ValidationError({"files": [f"{name}: only {ACCEPTED} session files are ingested"]})
-            files.append((name, upload.read()))
-        return services.files_ingest(agent=agent, files=files)
+        named = [(names[index] if names else upload.name, upload) for index, upload in enumerate(uploads)]
+        return services.uploads_ingest(user=request.user, agent_name=request.data.get("agent"), uploads=named)
 
     def _paths(self, request: Request):
         data = self.PathsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if not settings.ULTRON_INGEST_ROOTS:
-            raise IngestError("reading server paths is disabled: ULTRON_INGEST_ROOTS is not set; upload the files "
-                              "instead", status=403)
-        agent = services.acting_agent(user=request.user, name=data.validated_data.get("agent"))
-        return services.paths_ingest(agent=agent, paths=data.validated_data["paths"], roots=settings.ULTRON_INGEST_ROOTS)
+        return services.paths_ingest(user=request.user, agent_name=data.validated_data.get("agent"),
+                                     paths=data.validated_data["paths"])
 
 
 class IngestJobApi(APIView):

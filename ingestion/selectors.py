@@ -112,3 +112,27 @@ def segments_for_training(
     if since is not None:
         queryset = queryset.filter(created_at__gte=since)
     return queryset.only("pk", "messages").order_by("created_at", "pk").iterator(chunk_size=100)
+
+
+def work_state_counts() -> dict[str, dict[str, int]]:
+    """How many sessions wait for (or failed) segmentation, and segments for scoring and
+    extraction, by work state: ``{"sessions": {state: n}, "scoring": ..., "extraction": ...}``."""
+    def by_state(queryset: Any, field: str) -> dict[str, int]:
+        return dict(queryset.values_list(field).annotate(n=Count("pk")).order_by())
+
+    return {
+        "sessions": by_state(SessionRecord.objects, "segmentation"),
+        "scoring": by_state(TaskSegment.objects, "scoring"),
+        "extraction": by_state(TaskSegment.objects, "extraction"),
+    }
+
+
+def jobs_recent(*, limit: int) -> list[dict[str, Any]]:
+    """The newest ingest jobs with their progress (``job_progress``)."""
+    return [{"job": job, "progress": job_progress(job=job)}
+            for job in IngestJob.objects.select_related("agent").order_by("-created_at")[:limit]]
+
+
+def segments_parked_count() -> int:
+    """Segments a pipeline step gave up on after its retries: they wait for a person."""
+    return TaskSegment.objects.filter(Q(scoring=WorkState.PARKED) | Q(extraction=WorkState.PARKED)).count()

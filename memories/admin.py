@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from agents.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
+from core.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
 from memories import admin_candidates  # noqa: F401  (registers the merge-candidate pages)
 from memories.admin_filters import (
     AgentFilter,

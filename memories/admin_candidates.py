@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from agents.admin_tools import ReadOnlyAdmin
+from core.admin_tools import ReadOnlyAdmin
 from memories.models import CandidateStatus, EmbeddingSpace, MergeCandidate
 from memories.services import MemoryInputError
 from memories.services.candidates import merge_candidate_accept, merge_candidate_dismiss

@@ -6,31 +6,26 @@ with htmx the changed block is re-rendered in place, without it the page reloads
 
 from __future__ import annotations
 
-import datetime
 import difflib
 from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from agents.admin_tools import HtmxHttpRequest
-from memories.models import CandidateStatus, Memory, MemoryContribution, MergeCandidate, Status
+from core.admin_tools import HtmxHttpRequest
+from memories.selectors import review as reads
 from memories.services import MemoryInputError
 from memories.services.candidates import (
-    memory_fold,
+    memories_merge_by_hand,
     merge_candidate_accept,
     merge_candidate_dismiss,
 )
-from memories.services.edit import memory_history_record
 from memories.services.review import contribution_split, contributions_accept, memory_merge_write
 
 PER_PAGE = 10
@@ -61,11 +56,9 @@ class MergedTextForm(forms.Form):
     resolution = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 
-def _pending_entry(memory: Memory, form: MergedTextForm | None = None) -> dict[str, Any]:
-    contributions = [
-        {"item": c, "diff": word_diff(_body(memory), _body(c))}
-        for c in memory.contributions.filter(merged_at__isnull=True).select_related("agent").order_by("created_at")
-    ]
+def _pending_entry(memory: Any, form: MergedTextForm | None = None) -> dict[str, Any]:
+    contributions = [{"item": c, "diff": word_diff(_body(memory), _body(c))}
+                     for c in reads.contributions_open(memory=memory)]
     initial = {"content": memory.content, "context": memory.context, "resolution": memory.resolution}
     return {"memory": memory, "contributions": contributions, "form": form or MergedTextForm(initial=initial)}
 
@@ -73,15 +66,9 @@ def _pending_entry(memory: Memory, form: MergedTextForm | None = None) -> dict[s
 def review_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     if not request.user.has_perm("memories.review_merges"):
         raise PermissionDenied
-    pending = Paginator(Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).defer("embedding")
-                        .order_by("-updated_at"), PER_PAGE).get_page(request.GET.get("page"))
-    candidates = (MergeCandidate.objects.filter(status=CandidateStatus.OPEN, memory__status=Status.ACTIVE,
-                                                duplicate_of__status=Status.ACTIVE)
-                  .select_related("memory", "duplicate_of").defer("memory__embedding", "duplicate_of__embedding")
-                  .order_by("-similarity")[:20])
-    since = timezone.now() - datetime.timedelta(days=7)
-    automatic = (MemoryContribution.objects.filter(created_at__gte=since, match_reason__in=["exact", "similar", "llm"])
-                 .select_related("memory", "agent").defer("memory__embedding").order_by("-created_at")[:20])
+    pending = reads.merge_pending_page(page=request.GET.get("page"), per_page=PER_PAGE)
+    candidates = reads.merge_candidates_top(limit=20)
+    automatic = reads.merges_automatic_recent(days=7, limit=20)
     context = {
         **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Merge review",
         "pending": pending, "entries": [_pending_entry(m) for m in pending],
@@ -112,7 +99,7 @@ def review_action(admin: Any, request: HtmxHttpRequest, memory_id: Any, action: 
     if action not in ("accept", "write"):
         raise PermissionDenied(f"unknown review action {action!r}")
     editor = request.user.get_username()
-    memory = get_object_or_404(Memory.objects.defer("embedding"), pk=memory_id)
+    memory = reads.memory_for_review(memory_id=memory_id)
     if action == "accept":
         done = contributions_accept(memory_id=memory.pk, editor=editor)
         return _done(request, f"Accepted {done} contribution(s); the memory keeps its text.")
@@ -130,10 +117,9 @@ def review_action(admin: Any, request: HtmxHttpRequest, memory_id: Any, action: 
 def split_action(admin: Any, request: HtmxHttpRequest, contribution_id: int) -> HttpResponse:
     if not request.user.has_perm("memories.review_merges"):
         raise PermissionDenied
-    contribution = get_object_or_404(MemoryContribution.objects.select_related("memory"), pk=contribution_id)
-    memory = contribution.memory
+    memory = reads.contribution_memory(contribution_id=contribution_id)
     try:
-        new = contribution_split(contribution_id=contribution.pk, editor=request.user.get_username())
+        new = contribution_split(contribution_id=contribution_id, editor=request.user.get_username())
     except MemoryInputError as exc:
         return _done(request, exc.message, messages.ERROR, entry=_pending_entry(memory))
     memory.refresh_from_db()
@@ -150,7 +136,7 @@ def candidate_action(admin: Any, request: HtmxHttpRequest, candidate_id: int, ac
         decide(candidate_id=candidate_id, decided_by=request.user.get_username())
     except MemoryInputError as exc:
         return _done(request, exc.message, messages.ERROR)
-    except MergeCandidate.DoesNotExist:
+    except ObjectDoesNotExist:
         return _done(request, "That candidate no longer exists.", messages.ERROR)
     return _done(request, "Merged: the newer memory is now a contribution of the older." if action == "merge"
                  else "Dismissed: this pair will not be proposed again.")
@@ -161,19 +147,17 @@ def merge_pair_view(admin: Any, request: HtmxHttpRequest, memory_id: Any, other_
     (the survivor keeps hits and contributions; the other is archived)."""
     if not request.user.has_perm("memories.review_merges"):
         raise PermissionDenied
-    pair = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[memory_id, other_id])}
-    if len(pair) != 2:
+    pair = reads.memory_pair(first_id=memory_id, second_id=other_id)
+    if pair is None:
         messages.error(request, "One of the two memories no longer exists.")
         return HttpResponseRedirect(reverse("admin:memories_memory_changelist"))
-    first, second = pair[memory_id], pair[other_id]
+    first, second = pair
     if request.method == "POST":
-        if first.status != Status.ACTIVE or second.status != Status.ACTIVE:
-            messages.error(request, "Both memories must be active to merge.")
+        try:
+            keep = memories_merge_by_hand(first_id=memory_id, second_id=other_id, editor=request.user.get_username())
+        except MemoryInputError as exc:
+            messages.error(request, f"{exc.message[0].upper()}{exc.message[1:]}.")
             return HttpResponseRedirect(reverse("admin:memories_memory_change", args=[memory_id]))
-        keep, drop = sorted((first, second), key=lambda m: (m.created_at, str(m.pk)))
-        memory_fold(keep_id=keep.pk, drop_id=drop.pk, similarity=1.0, reason="curator")
-        memory_history_record(memory_id=keep.pk, editor=request.user.get_username(), action="merge",
-                              after={"merged": str(drop.pk)}, note="merged by hand")
         messages.success(request, "Merged: the older memory keeps the hits and contributions.")
         return HttpResponseRedirect(reverse("admin:memories_memory_change", args=[keep.pk]))
     context = {**admin.admin_site.each_context(request), "first": first, "pair": [first, second],

@@ -22,9 +22,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api_schema import error_responses
+from core.fields import StrictCharField, tags_field
 from memories import selectors, services
-from memories.api_schema import error_responses
-from memories.fields import StrictCharField, tags_field
 from memories.models import MemoryType, Status, Tier
 
 
@@ -308,15 +308,8 @@ class MemoryListApi(APIView):
     def get(self, request: Request) -> Response:
         data = self.FilterSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
-        params = data.validated_data
-        if params["status"] != Status.ACTIVE and not request.user.is_staff:
-            raise ValidationError({"status": ["only curators can list archived memories"]})
-        queryset = selectors.memory_list(
-            memory_type=params.get("memory_type"), tier=params.get("tier"),
-            status=params["status"], tag=params.get("tag"),
-        )
-        page = queryset[params["offset"] : params["offset"] + params["limit"]]
-        return Response({"count": queryset.count(), "results": self.OutputSerializer(page, many=True).data})
+        page = selectors.memory_page(curator=request.user.is_staff, **data.validated_data)
+        return Response({"count": page.count, "results": self.OutputSerializer(page.items, many=True).data})
 
 
 class ContextApi(APIView):

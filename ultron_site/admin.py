@@ -8,7 +8,7 @@ from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.contrib.auth.models import Group, User
 from unfold.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationForm
 
-from agents.admin_tools import HubAdmin, ReadOnlyAdmin
+from core.admin_tools import HubAdmin, ReadOnlyAdmin
 from ultron_site.models import StepRun
 
 admin.site.unregister(User)

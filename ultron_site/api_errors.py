@@ -1,8 +1,9 @@
 """One error shape for the whole API: ``{"error": code, "message": text, "field": name?}``.
 
-Services raise their own exceptions (bad memory input, bad ingestion input, a mismatched
-embedding space, a missing row); this handler is the one place that turns them into HTTP
-responses, so views never catch them.
+Services raise ``core.errors.ApplicationError`` subclasses (bad memory input, bad ingestion input,
+a mismatched embedding space), each carrying a code and the field it is about, or a model's
+``DoesNotExist``; this handler is the one place that maps them to HTTP responses, so views never
+catch them and services never name a status.
 """
 
 from __future__ import annotations
@@ -19,16 +20,20 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ingestion.services import IngestError
-from memories.services import EmbeddingSpaceMismatch, MemoryInputError
+from core import errors
+from core.errors import ApplicationError
 
 logger = logging.getLogger("ultron.api")
 
 
-class EmbeddingUnavailable(exceptions.APIException):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_code = "embedding_unavailable"
-    default_detail = "The embedding model is unavailable."
+class _Refused(exceptions.APIException):
+    """A service's refusal other than bad input, with the status its code maps to."""
+
+    def __init__(self, exc: ApplicationError):
+        self.status_code = _STATUS[exc.code]
+        self.default_code = exc.code
+        self.field = exc.field
+        super().__init__(exc.message, exc.code)
 
 
 class DatabaseUnavailable(exceptions.APIException):
@@ -38,33 +43,22 @@ class DatabaseUnavailable(exceptions.APIException):
                       "carried out. Retry in a few seconds.")
 
 
-class TooLarge(exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_code = "too_large"
-
-
-class Forbidden(exceptions.APIException):
-    status_code = status.HTTP_403_FORBIDDEN
-    default_code = "permission_denied"
-
-
-def _ingest_error(exc: IngestError) -> exceptions.APIException:
-    kinds: dict[int, type[exceptions.APIException]] = {413: TooLarge, 403: Forbidden, 404: exceptions.NotFound}
-    if exc.status not in kinds:
-        return exceptions.ValidationError({exc.field or "non_field_errors": [exc.message]})
-    error = kinds[exc.status](exc.message)
-    error.field = exc.field  # type: ignore[attr-defined]  # the file or path it is about, when known
-    return error
+# Each service error code and the status it answers with (``invalid`` becomes DRF's 400 shape).
+_STATUS = {
+    errors.TOO_LARGE: status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    errors.FORBIDDEN: status.HTTP_403_FORBIDDEN,
+    errors.NOT_FOUND: status.HTTP_404_NOT_FOUND,
+    # Retrying will not help (it needs ``manage.py reembed``), but the service is unavailable.
+    errors.EMBEDDING_UNAVAILABLE: status.HTTP_503_SERVICE_UNAVAILABLE,
+}
 
 
 def _translate(exc: Exception) -> Exception:
     """A service's exception as the API exception it answers with."""
-    if isinstance(exc, MemoryInputError):
-        return exceptions.ValidationError({exc.field: [exc.message]})
-    if isinstance(exc, EmbeddingSpaceMismatch):
-        return EmbeddingUnavailable(str(exc))
-    if isinstance(exc, IngestError):
-        return _ingest_error(exc)
+    if isinstance(exc, ApplicationError):
+        if exc.code == errors.INVALID:
+            return exceptions.ValidationError({exc.field or "non_field_errors": [exc.message]})
+        return _Refused(exc)
     if isinstance(exc, DjangoValidationError):
         return exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     if isinstance(exc, (Http404, ObjectDoesNotExist)):

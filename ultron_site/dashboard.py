@@ -9,26 +9,16 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count, Q
-from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
 
 from clusters.selectors import clusters_ready
-from ingestion.models import IngestJob, SessionRecord, TaskSegment, WorkState
-from ingestion.selectors import job_progress
-from memories.models import (
-    CandidateStatus,
-    Memory,
-    MemoryType,
-    MergeCandidate,
-    Status,
-    Tier,
-    TierSnapshot,
-)
+from ingestion import selectors as ingestion_reads
+from ingestion.models import WorkState
+from memories.models import MemoryType, Status, Tier
+from memories.selectors import review as memory_reviews
 from memories.selectors.records import memory_stats
-from ultron_site.models import StepRun
-from ultron_site.pipeline import SCHEDULE_NAME, step_names
+from ultron_site.pipeline import pipeline_next_run, step_names, step_runs_last
 
 DAYS = 30
 
@@ -59,9 +49,8 @@ def memory_charts() -> dict[str, Any]:
     today = timezone.localdate()
     days = [today - datetime.timedelta(days=n) for n in range(DAYS - 1, -1, -1)]
     since = timezone.now() - datetime.timedelta(days=DAYS)
-    per_day = dict(Memory.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at"))
-                   .values_list("day").annotate(n=Count("pk")).order_by())
-    snapshots = {s.day: s for s in TierSnapshot.objects.filter(day__gte=days[0])}
+    per_day = memory_reviews.memories_new_per_day(since=since)
+    snapshots = memory_reviews.tier_snapshots(since=days[0])
     labels = [d.strftime("%b %d") for d in days]
     new = {"labels": labels, "datasets": [{"label": "new memories", "data": [per_day.get(d, 0) for d in days],
                                            "borderColor": "#7c3aed", "backgroundColor": "#7c3aed"}]}
@@ -75,55 +64,36 @@ def memory_charts() -> dict[str, Any]:
 
 
 def pipeline_status() -> dict[str, Any]:
-    last: dict[str, StepRun] = {}
-    for run in StepRun.objects.filter(step__in=step_names()).order_by("step", "-started_at").distinct("step"):
-        last[run.step] = run
-    steps = [{"name": name, "run": last.get(name)} for name in step_names()]
-    work = {
-        "sessions": _states(SessionRecord.objects, "segmentation"),
-        "scoring": _states(TaskSegment.objects, "scoring"),
-        "extraction": _states(TaskSegment.objects, "extraction"),
-    }
-    from django_q.models import Schedule
-
-    schedule = Schedule.objects.filter(name=SCHEDULE_NAME).only("next_run").first()
+    last = step_runs_last()
+    counts = ingestion_reads.work_state_counts()
     return {
-        "steps": steps,
-        "work": work,
-        "next_run": schedule.next_run if schedule else None,
+        "steps": [{"name": name, "run": last.get(name)} for name in step_names()],
+        "work": {queue: _states(counts[queue], queue, field)
+                 for queue, field in (("sessions", "segmentation"), ("scoring", "scoring"),
+                                      ("extraction", "extraction"))},
+        "next_run": pipeline_next_run(),
         "interval_hours": settings.ULTRON_PIPELINE_INTERVAL_HOURS,
     }
 
 
-def _states(manager: Any, field: str) -> dict[str, Any]:
-    counts = dict(manager.values_list(field).annotate(n=Count("pk")).order_by())
-    model = manager.model._meta.model_name
+def _states(counts: dict[str, int], queue: str, field: str) -> dict[str, Any]:
+    """The work states a person acts on, each with the filtered list it counts."""
+    model = "sessionrecord" if queue == "sessions" else "tasksegment"
     return {
         state: {"value": counts.get(state, 0), "href": _list_url(f"ingestion_{model}", **{f"{field}__exact": state})}
         for state in (WorkState.PENDING, WorkState.FAILED, WorkState.PARKED)
     }
 
 
-def recent_jobs(limit: int = 5) -> list[dict[str, Any]]:
-    jobs = []
-    for job in IngestJob.objects.select_related("agent").order_by("-created_at")[:limit]:
-        progress = job_progress(job=job)
-        jobs.append({"job": job, "progress": progress})
-    return jobs
-
-
 def review_counts(stats: dict[str, Any]) -> dict[str, Any]:
     ready = clusters_ready(limit=200)
-    pending = stats["merge_pending"]
-    candidates = MergeCandidate.objects.filter(status=CandidateStatus.OPEN, memory__status=Status.ACTIVE,
-                                               duplicate_of__status=Status.ACTIVE).count()
+    review = reverse("admin:memories_memory_merge_review")
     return {
         "ready_clusters": ready[:8],
         "ready_count": len(ready),
-        "merge_pending": {"value": pending, "href": reverse("admin:memories_memory_merge_review")},
-        "candidates": {"value": candidates,
-                       "href": reverse("admin:memories_memory_merge_review") + "#candidates"},
-        "failed_segments": TaskSegment.objects.filter(Q(scoring=WorkState.PARKED) | Q(extraction=WorkState.PARKED)).count(),
+        "merge_pending": {"value": stats["merge_pending"], "href": review},
+        "candidates": {"value": memory_reviews.merge_candidates_open_count(), "href": review + "#candidates"},
+        "failed_segments": ingestion_reads.segments_parked_count(),
     }
 
 
@@ -133,6 +103,6 @@ def dashboard_context() -> dict[str, Any]:
         "memory_counts": memory_counts(stats),
         "charts": memory_charts(),
         "pipeline": pipeline_status(),
-        "jobs": recent_jobs(),
+        "jobs": ingestion_reads.jobs_recent(limit=5),
         "review": review_counts(stats),
     }

@@ -104,6 +104,22 @@ def schedule_register() -> None:
 
 def pipeline_run_enqueue() -> None:
     """Queue one whole run for the worker (the dashboard's "run now")."""
-    from memories.queue import enqueue
+    from core.queue import enqueue
 
     enqueue(run_pipeline)
+
+
+def step_runs_last() -> dict[str, Any]:
+    """Each step's latest run (``StepRun``), by step name; a step never run is absent."""
+    from ultron_site.models import StepRun
+
+    runs = StepRun.objects.filter(step__in=step_names()).order_by("step", "-started_at").distinct("step")
+    return {run.step: run for run in runs}
+
+
+def pipeline_next_run() -> Any:
+    """When django-q2 runs the pipeline next (None when the schedule is not registered)."""
+    from django_q.models import Schedule
+
+    schedule = Schedule.objects.filter(name=SCHEDULE_NAME).only("next_run").first()
+    return schedule.next_run if schedule else None

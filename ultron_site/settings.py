@@ -293,7 +293,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["memories.parsers.JSONBodyParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.JSONBodyParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "ultron_site.api_errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["ultron_site.throttle.TokenRateThrottle"],

@@ -16,6 +16,8 @@ from ingestion.services.accept import (
     raw_archive,
     raw_bytes,
     session_ingest,
+    uploads_check,
+    uploads_ingest,
 )
 from ingestion.services.pipeline import (
     segment_extract,
@@ -47,4 +49,6 @@ __all__ = [
     "session_segment",
     "sessions_segment",
     "text_ingest",
+    "uploads_check",
+    "uploads_ingest",
 ]

@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,23 +18,19 @@ from django.db import IntegrityError, transaction
 
 from agents.models import Agent
 from agents.selectors import agent_by_name
+from core import errors
+from core.errors import ApplicationError
+from core.queue import enqueue_on_commit
 from ingestion.formats import ACCEPTED, AIDER_HISTORY, accepted_name, walk_includes
 from ingestion.models import IngestJob, RawUpload, SessionRecord, WorkState
 from ingestion.parsing import parse_session
-from memories.queue import enqueue_on_commit
 from memories.redaction import redact_many
 
 logger = logging.getLogger("ultron.ingestion")
 
 
-class IngestError(ValueError):
-    """Bad ingestion input; ``status`` is the HTTP status the API answers with."""
-
-    def __init__(self, message: str, *, status: int = 400, field: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.field = field
+class IngestError(ApplicationError):
+    """Bad ingestion input: a refused file, path, size or account (``code`` says which kind)."""
 
 
 @dataclass
@@ -75,10 +71,10 @@ def paths_collect(paths: Iterable[str], *, roots: list[str] | None) -> list[tupl
             raise IngestError("each path must be a non-empty string", field="paths")
         given = Path(raw).expanduser()
         if any(_hidden(part) for part in given.parts if part != AIDER_HISTORY):
-            raise IngestError(f"{raw}: hidden paths are not ingested", status=403, field="paths")
+            raise IngestError(f"{raw}: hidden paths are not ingested", code=errors.FORBIDDEN, field="paths")
         real = Path(os.path.realpath(given))
         if roots is not None and not any(_inside(real, Path(root)) for root in roots):
-            raise IngestError(f"{raw}: not inside an ingest root", status=403, field="paths")
+            raise IngestError(f"{raw}: not inside an ingest root", code=errors.FORBIDDEN, field="paths")
         if real.is_dir():
             for directory, dirnames, filenames in os.walk(real, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if not _hidden(d)
@@ -93,7 +89,7 @@ def paths_collect(paths: Iterable[str], *, roots: list[str] | None) -> list[tupl
                 raise IngestError(f"{raw}: only {ACCEPTED} session files are ingested", field="paths")
             out.append((str(given), real))
         else:
-            raise IngestError(f"{raw}: no such file or directory", status=404, field="paths")
+            raise IngestError(f"{raw}: no such file or directory", code=errors.NOT_FOUND, field="paths")
     return out
 
 
@@ -282,16 +278,42 @@ def files_ingest(*, agent: Agent, files: list[tuple[str, bytes]]) -> tuple[Inges
     return job, results
 
 
-def paths_ingest(*, agent: Agent, paths: list[str], roots: list[str] | None) -> tuple[IngestJob, list[FileResult]]:
-    collected = paths_collect(paths, roots=roots)
-    total = 0
-    for _, path in collected:
-        size = path.stat().st_size
+def uploads_check(files: Sequence[tuple[str, int]]) -> None:
+    """The one rule for which files an ingest request takes, as (name, size in bytes): accepted
+    session names, each within ``ULTRON_INGEST_MAX_FILE_BYTES``, together within
+    ``ULTRON_INGEST_MAX_REQUEST_BYTES``. The API, the admin's upload form and server paths all
+    ask it; the client's copy is held to it by a test."""
+    for name, size in files:
+        if not accepted_name(name):
+            raise IngestError(f"{name}: only {ACCEPTED} session files are ingested", field="files")
         if size > settings.ULTRON_INGEST_MAX_FILE_BYTES:
-            raise IngestError(f"{path.name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES} bytes", status=413)
-        total += size
-    if total > settings.ULTRON_INGEST_MAX_REQUEST_BYTES:
-        raise IngestError(f"the files add up to more than {settings.ULTRON_INGEST_MAX_REQUEST_BYTES} bytes", status=413)
+            raise IngestError(f"{name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES:,} bytes",
+                              code=errors.TOO_LARGE, field="files")
+    if sum(size for _, size in files) > settings.ULTRON_INGEST_MAX_REQUEST_BYTES:
+        raise IngestError(f"The files add up to more than {settings.ULTRON_INGEST_MAX_REQUEST_BYTES:,} bytes",
+                          code=errors.TOO_LARGE, field="files")
+
+
+def uploads_ingest(*, user: Any, agent_name: str | None, uploads: Sequence[tuple[str, Any]]) -> tuple[
+        IngestJob, list[FileResult]]:
+    """Uploaded files (name, file object with ``size`` and ``read()``) for the caller's agent, or
+    for the agent a curator names."""
+    agent = acting_agent(user=user, name=agent_name)
+    # Sizes are checked before a byte is read: a refused request costs no memory.
+    uploads_check([(name, upload.size) for name, upload in uploads])
+    return files_ingest(agent=agent, files=[(name, upload.read()) for name, upload in uploads])
+
+
+def paths_ingest(*, user: Any, agent_name: str | None, paths: list[str]) -> tuple[IngestJob, list[FileResult]]:
+    """Files and folders on the server, inside ``ULTRON_INGEST_ROOTS``, for the caller's agent."""
+    roots = settings.ULTRON_INGEST_ROOTS
+    # Reading the server's disk is off until an operator names the folders agents may read.
+    if not roots:
+        raise IngestError("reading server paths is disabled: ULTRON_INGEST_ROOTS is not set; upload the files "
+                          "instead", code=errors.FORBIDDEN, field="paths")
+    agent = acting_agent(user=user, name=agent_name)
+    collected = paths_collect(paths, roots=roots)
+    uploads_check([(path.name, path.stat().st_size) for _, path in collected])
     return files_ingest(agent=agent, files=[(identity, path.read_bytes()) for identity, path in collected])
 
 
@@ -301,11 +323,11 @@ def acting_agent(*, user: Any, name: str | None) -> Agent:
     agent = getattr(user, "agent", None)
     if name and (agent is None or name != agent.name):
         if not user.is_staff:
-            raise IngestError("only curators may ingest on behalf of another agent", status=403, field="agent")
+            raise IngestError("only curators may ingest on behalf of another agent", code=errors.FORBIDDEN, field="agent")
         other = agent_by_name(name=name)
         if other is None:
             raise IngestError(f"no agent named {name!r}", field="agent")
         return other
     if agent is None:
-        raise IngestError("this account is not an agent", status=403)
+        raise IngestError("this account is not an agent", code=errors.FORBIDDEN)
     return agent

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 
 from agents.models import Agent
+from core import errors
 from ingestion.judgements import extract
 from ingestion.models import RawUpload
 from ingestion.services.accept import IngestError, raw_archive
@@ -33,7 +34,7 @@ def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
     if not isinstance(text, str) or not text.strip():
         raise IngestError("text is required and must not be blank", field="text")
     if len(text) > settings.ULTRON_INGEST_MAX_TEXT_CHARS:
-        raise IngestError(f"text is longer than {settings.ULTRON_INGEST_MAX_TEXT_CHARS} characters", status=413,
+        raise IngestError(f"text is longer than {settings.ULTRON_INGEST_MAX_TEXT_CHARS} characters", code=errors.TOO_LARGE,
                           field="text")
     # Redacted once: the archive keeps this text, and extraction reads it.
     clean = redact(text).text

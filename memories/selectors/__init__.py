@@ -5,7 +5,8 @@
 - ``keywords``: the keyword side of search (lexemes, selective terms, tsquery);
 - ``search``: ranked search in SQL;
 - ``records``: details, lists, counts;
-- ``context``: context assembly within a token budget.
+- ``context``: context assembly within a token budget;
+- ``review``: what the merge-review page and the dashboard read.
 """
 
 from memories.selectors.context import AssembledContext, ContextBlock, context_assemble
@@ -17,7 +18,8 @@ from memories.selectors.keywords import (
     query_terms,
     selective_terms,
 )
-from memories.selectors.records import memory_details, memory_list, memory_stats
+from memories.selectors.records import memory_details, memory_list, memory_page, memory_stats
+from memories.selectors.review import merge_candidates_open
 from memories.selectors.search import SEARCH_MODES, SearchHit, memory_search, query_embedding_text
 from memories.selectors.space import embedding_column_dimensions, embedding_space_get
 
@@ -34,7 +36,9 @@ __all__ = [
     "memory_details",
     "memory_duplicate_neighbours",
     "memory_list",
+    "memory_page",
     "memory_pairs_near_duplicate",
+    "merge_candidates_open",
     "memory_search",
     "memory_stats",
     "QueryTerms",

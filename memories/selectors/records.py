@@ -6,6 +6,8 @@ from typing import Any
 
 from django.db.models import Count
 
+from core.errors import ApplicationError
+from core.pages import Page, page_of
 from memories.models import Memory, MemoryType, Status, Tier
 from memories.selectors.duplicates import LIST_FIELDS_DEFERRED
 from memories.selectors.space import embedding_space_get
@@ -58,3 +60,13 @@ def memory_list(
     if tag:
         queryset = queryset.filter(tags__contains=[tag.strip().lower()])
     return queryset.order_by("-hit_count", "-created_at")
+
+
+def memory_page(*, curator: bool, offset: int, limit: int, memory_type: str | None = None, tier: str | None = None,
+                status: str = Status.ACTIVE, tag: str | None = None) -> Page:
+    """One page of ``memory_list`` for a caller; archived and superseded memories are listed to
+    curators only (an agent searching sees active ones, and so does its listing)."""
+    if status != Status.ACTIVE and not curator:
+        raise ApplicationError("only curators can list archived memories", field="status")
+    queryset = memory_list(memory_type=memory_type, tier=tier, status=status, tag=tag)
+    return page_of(queryset, offset=offset, limit=limit)

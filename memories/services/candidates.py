@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memories import signals
 from memories.models import CandidateStatus, Memory, MemoryContribution, MergeCandidate, Status
+from memories.services.edit import memory_history_record
 from memories.services.inputs import MemoryInputError, tags_normalise
 
 if TYPE_CHECKING:
@@ -124,3 +125,21 @@ def memory_fold(*, keep_id: Any, drop_id: Any, similarity: float, reason: str) -
         ).update(status=CandidateStatus.MERGED, decided_by=reason[:150], decided_at=now)
         signals.memory_removed.send(sender=Memory, memory_id=drop.pk)
     return True
+
+
+def memories_merge_by_hand(*, first_id: Any, second_id: Any, editor: str) -> Memory:
+    """A curator merges two memories they found themselves: the newer folds into the older (the
+    survivor keeps hits and contributions; the other is archived), and the survivor's history
+    says who merged what. Raises ``MemoryInputError`` when either is gone or not active."""
+    with transaction.atomic():
+        pair = list(Memory.objects.select_for_update().defer("embedding").filter(pk__in=[first_id, second_id]))
+        if len(pair) != 2:
+            raise MemoryInputError("memory", "one of the two memories no longer exists")
+        if any(m.status != Status.ACTIVE for m in pair):
+            raise MemoryInputError("status", "both memories must be active to merge")
+        # The older one survives, as in every merge: links to it keep working.
+        keep, drop = sorted(pair, key=lambda m: (m.created_at, str(m.pk)))
+        memory_fold(keep_id=keep.pk, drop_id=drop.pk, similarity=1.0, reason="curator")
+        memory_history_record(memory_id=keep.pk, editor=editor, action="merge",
+                              after={"merged": str(drop.pk)}, note="merged by hand")
+    return keep

@@ -11,6 +11,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from core import errors
+from core.errors import ApplicationError
 from memories import signals
 from memories.models import EmbeddingSpace, Memory
 from memories.providers.embeddings import get_embedder
@@ -19,8 +21,10 @@ from memories.text import EMBEDDING_TEXT_FORMAT, embedding_text
 from memories.vectors import vector_literal
 
 
-class EmbeddingSpaceMismatch(RuntimeError):
-    pass
+class EmbeddingSpaceMismatch(ApplicationError):
+    """The stored vectors are in another embedding space than the configured model's."""
+
+    default_code = errors.EMBEDDING_UNAVAILABLE
 
 
 _verified_space: tuple[str, str, int, int] | None = None

@@ -8,17 +8,18 @@ from typing import Any
 
 from django.conf import settings
 
+from core.errors import ApplicationError
 from memories.redaction import redact_many
 from memories.text import normalise_tags
 
 
-class MemoryInputError(ValueError):
+class MemoryInputError(ApplicationError):
     """Bad input for a memory operation; ``field`` names the offending field."""
 
+    field: str
+
     def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+        super().__init__(message, field=field)
 
 
 def tags_normalise(tags: list[str]) -> list[str]:

@@ -15,6 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.models import Agent
+from core.queue import enqueue_on_commit
 from memories import signals
 from memories.judgements.classify import classify
 from memories.judgements.duplicate import CANDIDATES_PER_UPLOAD, DuplicateMatch, duplicate_decide
@@ -30,7 +31,6 @@ from memories.models import (
     Status,
     Tier,
 )
-from memories.queue import enqueue_on_commit
 from memories.selectors import memory_duplicate_neighbours
 from memories.services.candidates import merge_candidate_record
 from memories.services.embedding_space import embed_texts

@@ -396,7 +396,7 @@ def test_paths_outside_the_roots_are_refused(tree, make):
     root, outside = tree
     with pytest.raises(services.IngestError) as info:
         services.paths_collect([make(root, outside)], roots=[str(root)])
-    assert info.value.status == 403
+    assert info.value.code == "permission_denied"
 
 
 @pytest.mark.skipif(not EVAL.exists(), reason="../shared/eval transcripts not present")

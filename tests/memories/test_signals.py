@@ -73,10 +73,10 @@ _QUEUED_BY_NAME = re.compile(r"""enqueue(?:_on_commit)?\(\s*["']""")
 def test_tasks_are_queued_by_function_and_every_scheduled_path_resolves():
     """Services queue the task function itself (an import the contract and readers see), never
     a dotted string; the pipeline's schedule names steps by path, and each resolves."""
-    by_name = [str(source.relative_to(ROOT)) for app in ("agents", "memories", "clusters", "ingestion", "ultron_site")
+    by_name = [str(source.relative_to(ROOT)) for app in ("core", "agents", "memories", "clusters", "ingestion", "ultron_site")
                for source in (ROOT / app).rglob("*.py") if _QUEUED_BY_NAME.search(source.read_text())]
     assert not by_name, f"queued by a string: {by_name}"
-    from memories.queue import task_path
+    from core.queue import task_path
     from memories.tasks import memory_summarize_task
 
     assert import_string(task_path(memory_summarize_task)) is memory_summarize_task

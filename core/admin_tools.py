@@ -1,5 +1,6 @@
-"""Admin building blocks every app's admin uses. They live in the bottom app so that any app
-may import them without importing upwards."""
+"""Admin building blocks every app's admin uses (the hub's ModelAdmin base, read-only admins and
+inlines, links to a row's page that respect permissions). They live in ``core``, below every
+app, so that any app's admin may import them."""
 
 from __future__ import annotations
 

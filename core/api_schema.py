@@ -1,8 +1,8 @@
 """What every API view declares in the OpenAPI schema besides its own body: the token it needs
 and the errors it can answer with, in the one error shape ``ultron_site.api_errors`` writes.
 
-It lives here, in the lowest app with an API, so that the clusters and ingestion views (above
-it) declare their errors with the same serializer.
+It lives in ``core``, below every app, so that every app's views declare their errors with the
+same serializer.
 """
 
 from __future__ import annotations

@@ -1,0 +1,90 @@
+"""What the merge-review page and the dashboard read: memories waiting for a curator's merge,
+open merge candidates, recent automatic merges, new memories per day and the tier history."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, QuerySet
+from django.db.models.functions import TruncDate
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from memories.models import (
+    CandidateStatus,
+    Memory,
+    MemoryContribution,
+    MergeCandidate,
+    Status,
+    TierSnapshot,
+)
+
+# How the automatic merges were decided (a curator's own merges are listed in the history).
+AUTOMATIC_REASONS = ("exact", "similar", "llm")
+
+
+def merge_candidates_open() -> QuerySet[MergeCandidate]:
+    """Doubtful pairs still waiting for a verdict: open, and both memories still active (a pair
+    whose memory was archived meanwhile has nothing left to decide)."""
+    return MergeCandidate.objects.filter(status=CandidateStatus.OPEN, memory__status=Status.ACTIVE,
+                                         duplicate_of__status=Status.ACTIVE)
+
+
+def merge_candidates_open_count() -> int:
+    return merge_candidates_open().count()
+
+
+def merge_pending_page(*, page: Any, per_page: int) -> Page:
+    """Active memories whose contributions wait for a curator's merge, newest change first."""
+    pending = (Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).defer("embedding")
+               .order_by("-updated_at"))
+    return Paginator(pending, per_page).get_page(page)
+
+
+def contributions_open(*, memory: Memory) -> list[MemoryContribution]:
+    """A memory's contributions not merged into its text yet, oldest first."""
+    return list(memory.contributions.filter(merged_at__isnull=True).select_related("agent").order_by("created_at"))
+
+
+def merge_candidates_top(*, limit: int) -> list[MergeCandidate]:
+    """The open candidates most likely to be one memory first."""
+    return list(merge_candidates_open().select_related("memory", "duplicate_of")
+                .defer("memory__embedding", "duplicate_of__embedding").order_by("-similarity")[:limit])
+
+
+def merges_automatic_recent(*, days: int, limit: int) -> list[MemoryContribution]:
+    """Contributions the hub merged by itself in the last ``days`` days, newest first."""
+    since = timezone.now() - datetime.timedelta(days=days)
+    return list(MemoryContribution.objects.filter(created_at__gte=since, match_reason__in=AUTOMATIC_REASONS)
+                .select_related("memory", "agent").defer("memory__embedding").order_by("-created_at")[:limit])
+
+
+def memory_for_review(*, memory_id: Any) -> Memory:
+    """One memory without its vector; a 404 when it is gone."""
+    return get_object_or_404(Memory.objects.defer("embedding"), pk=memory_id)
+
+
+def contribution_memory(*, contribution_id: Any) -> Memory:
+    """The memory a contribution belongs to; a 404 when the contribution is gone."""
+    return get_object_or_404(MemoryContribution.objects.select_related("memory"), pk=contribution_id).memory
+
+
+def memory_pair(*, first_id: Any, second_id: Any) -> tuple[Memory, Memory] | None:
+    """Two memories by id (without vectors), in the order asked; None when either is gone."""
+    pair = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[first_id, second_id])}
+    if len(pair) != 2:
+        return None
+    return pair[first_id], pair[second_id]
+
+
+def memories_new_per_day(*, since: datetime.datetime) -> dict[datetime.date, int]:
+    """How many memories were created on each day since ``since`` (days with none are absent)."""
+    return dict(Memory.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at"))
+                .values_list("day").annotate(n=Count("pk")).order_by())
+
+
+def tier_snapshots(*, since: datetime.date) -> dict[datetime.date, TierSnapshot]:
+    """The daily HOT/WARM/COLD counts from ``since`` on, by day."""
+    return {s.day: s for s in TierSnapshot.objects.filter(day__gte=since)}
