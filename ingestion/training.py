@@ -29,7 +29,7 @@ from typing import Any
 
 from ingestion.judgements.score import TASK_TYPES
 from ingestion.selectors import segments_for_training
-from memories.redaction import redact_many
+from memories.redaction.policy import Occasion, redact_for
 
 __all__ = ["TASK_TYPES", "chat_messages", "sft_lines", "sft_records"]
 
@@ -170,7 +170,7 @@ def _redacted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for call in message.get("tool_calls", []):
             slots.append((call["function"], "name"))
             slots.append((call["function"], "arguments"))
-    for (holder, key), result in zip(slots, redact_many([h[k] for h, k in slots]), strict=True):
+    for (holder, key), result in zip(slots, redact_for(Occasion.TRAINING, [h[k] for h, k in slots]), strict=True):
         holder[key] = result.text
     return messages
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from clusters import selectors
 from clusters.models import Skill
-from memories.redaction import redact
+from memories.redaction.policy import Occasion, redact_one_for
 from memories.services import embed_texts
 
 
 def skills_search(*, query: str, limit: int) -> list[tuple[Skill, float]]:
     """Published skills nearest to ``query``, with their cosine similarity."""
-    vector = embed_texts([redact(query).text])[0]
+    vector = embed_texts([redact_one_for(Occasion.QUERY, query).text])[0]
     return selectors.skill_search(vector=vector, limit=limit)

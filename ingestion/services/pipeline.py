@@ -19,7 +19,7 @@ from ingestion.services.accept import ARCHIVE_PENDING, archive_redact, raw_bytes
 from ingestion.services.work import LEASE_LOST, attempt_failed, claim, work_done
 from memories import services as memory_services
 from memories.models import Memory, Source, Status
-from memories.redaction import redact_many
+from memories.redaction.policy import Occasion, redact_for
 
 logger = logging.getLogger("ultron.ingestion")
 
@@ -31,7 +31,7 @@ def _redacted_messages(messages: list[Message]) -> list[Message]:
     tool calls (a command line can carry a token as easily as a message)."""
     calls = [call for m in messages for call in getattr(m, "calls", None) or [] if call.get("target")]
     texts = [m.text[:_SEGMENT_MESSAGE_CHARS] for m in messages] + [str(c["target"]) for c in calls]
-    results = redact_many(texts)
+    results = redact_for(Occasion.SESSION, texts)
     for message, result in zip(messages, results[: len(messages)], strict=True):
         message.text = result.text
     for call, result in zip(calls, results[len(messages) :], strict=True):

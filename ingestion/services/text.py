@@ -17,7 +17,7 @@ from ingestion.services.accept import IngestError, raw_archive
 from memories import services as memory_services
 from memories.models import Source
 from memories.providers.llm import LLMError, get_llm
-from memories.redaction import redact
+from memories.redaction.policy import Occasion, redact_one_for
 
 logger = logging.getLogger("ultron.ingestion")
 
@@ -37,7 +37,7 @@ def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
         raise IngestError(f"text is longer than {settings.ULTRON_INGEST_MAX_TEXT_CHARS} characters", code=errors.TOO_LARGE,
                           field="text")
     # Redacted once: the archive keeps this text, and extraction reads it.
-    clean = redact(text).text
+    clean = redact_one_for(Occasion.TEXT, text).text
     raw = raw_archive(kind=RawUpload.Kind.TEXT, name="ingest_text", agent=agent, data=text.encode("utf-8"),
                       metadata={}, redacted_text=clean)
     extractor = get_llm().name

@@ -11,6 +11,8 @@ a false flag costs a word, a leak costs a credential. Text that is more than ~20
 takes the Chinese path: the pattern recognizers without the English NER model. Where findings
 overlap the one with the highest score wins, then the longer one. Redacting redacted text
 changes nothing: existing ``<TAG>`` markers are never touched.
+
+Which texts are redacted, and with which detectors, is ``policy.py``'s table of occasions.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def _resolve(text: str, findings: list[Finding]) -> list[Finding]:
     return sorted(kept, key=lambda f: f.start)
 
 
-def _apply(text: str, findings: list[Finding]) -> Redacted:
+def apply_findings(text: str, findings: list[Finding]) -> Redacted:
+    """``text`` with each finding (sorted, without overlaps) replaced by its ``<TAG>``."""
     counts: Counter = Counter()
     out: list[str] = []
     cursor = 0
@@ -116,7 +119,7 @@ def analyze_many(texts: list[str], *, names: bool = True) -> list[list[Finding]]
 
 def redact_many(texts: list[str], *, names: bool = True) -> list[Redacted]:
     """Redact several texts at once (faster than one by one); ``names`` as in ``analyze_many``."""
-    return [_apply(text or "", found) for text, found in zip(texts, analyze_many(texts, names=names), strict=True)]
+    return [apply_findings(text or "", found) for text, found in zip(texts, analyze_many(texts, names=names), strict=True)]
 
 
 def redact(text: str) -> Redacted:

@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from core.errors import ApplicationError
-from memories.redaction import redact_many
+from memories.redaction.policy import Occasion, redact_for
 from memories.text import normalise_tags
 
 
@@ -99,7 +99,7 @@ def memory_inputs_clean(items: list[dict[str, Any]]) -> list[CleanMemory | Memor
             valid.append(exc)
     texts = [text for fields in valid if not isinstance(fields, MemoryInputError)
              for text in (*fields[:3], *fields[3])]
-    redacted = iter(redact_many(texts))
+    redacted = iter(redact_for(Occasion.MEMORY, texts))
     out: list[CleanMemory | MemoryInputError] = []
     for fields in valid:
         if isinstance(fields, MemoryInputError):

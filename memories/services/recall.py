@@ -15,7 +15,7 @@ from django.conf import settings
 
 from memories import selectors
 from memories.models import Memory
-from memories.redaction import redact
+from memories.redaction.policy import Occasion, redact_one_for
 from memories.selectors import AssembledContext, SearchHit
 from memories.services.embedding_space import configured_space, embed_texts
 from memories.services.inputs import tags_normalise
@@ -51,7 +51,7 @@ def query_prepare(query: str) -> tuple[str, list[float] | None]:
         if cached is not None:
             _query_cache.move_to_end(key)
     if cached is None:
-        text = redact(query).text if query.strip() else ""
+        text = redact_one_for(Occasion.QUERY, query).text if query.strip() else ""
         vector = (np.asarray(embed_texts([selectors.query_embedding_text(text)])[0], dtype=np.float32)
                   if text else None)
         cached = (text, vector)

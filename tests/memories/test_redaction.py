@@ -403,3 +403,16 @@ def test_concurrent_redactions_share_one_spacy_pass(monkeypatch):
         thread.join(10)
     assert [results[i] for i in range(6)] == expected
     assert calls == [1, 5]
+
+
+def test_each_occasion_redacts_as_its_policy_says():
+    from memories.redaction.policy import POLICIES, Occasion, redact_for
+
+    assert set(POLICIES) == set(Occasion)  # every occasion has a policy
+    text = "Alice Johnson rotated the key AKIAIOSFODNN7EXAMPLE yesterday"
+    memory, archive, hub = (redact_for(occasion, [text])[0].text
+                            for occasion in (Occasion.MEMORY, Occasion.ARCHIVE, Occasion.HUB_TEXT))
+    assert "AKIA" not in memory and "AKIA" not in archive and "AKIA" not in hub
+    assert "Alice" not in memory and "<PERSON>" in memory
+    assert "Alice Johnson" in archive  # the archive runs the pattern recognizers only
+    assert "Alice Johnson" in hub  # a skill's own subjects were redacted in its memories already

@@ -127,6 +127,28 @@ def test_the_view_guard_catches_what_it_names(tmp_path):
         assert word in found, (word, found)
 
 
+def test_every_redaction_names_its_occasion():
+    """Outside the redaction package, text is redacted through ``policy.redact_for`` (or the
+    archive's JSON-aware redaction, which uses it): the policy table is the one place that says
+    which detectors run on which text."""
+    allowed = {"memories.redaction.policy", "memories.redaction.archive"}
+    offenders = []
+    for path in _app_modules():
+        if "redaction" in path.relative_to(ROOT).parts:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == "memories.redaction":
+                    offenders += [f"{path.relative_to(ROOT)}: {alias.name}" for alias in node.names
+                                  if alias.name != "Redacted"]
+                elif node.module == "memories" and any(alias.name == "redaction" for alias in node.names):
+                    offenders.append(f"{path.relative_to(ROOT)}: memories.redaction")
+                elif node.module.startswith("memories.redaction.") and node.module not in allowed:
+                    offenders.append(f"{path.relative_to(ROOT)}: {node.module}")
+    assert not offenders, offenders
+
+
 def test_the_product_does_not_point_at_the_workshop():
     """A user who clones the repository has no ../shared/: code and docs say it themselves."""
     offenders = []

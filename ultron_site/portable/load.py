@@ -21,7 +21,8 @@ from clusters import skills
 from clusters.models import ClusterMember
 from clusters.services import cluster_assign
 from memories.models import EmbeddingSpace, Memory, MemoryContribution, Status
-from memories.redaction import Redacted, analyze_many, redact_many
+from memories.redaction import Redacted
+from memories.redaction.policy import Occasion, redact_for
 from memories.services import (
     CleanMemory,
     EmbeddingSpaceMismatch,
@@ -48,7 +49,6 @@ _VERSION_TEXTS = ("name", "description", "body", "reason", "quality", "verificat
 # Text the hub writes itself (cluster topics, skills) from memories already redacted: names are
 # not looked for again there, since the name detector takes a skill's slug for a person's name.
 _WRITTEN_BY_THE_HUB = ("cluster", "skill")
-_HUB_TEXT_SKIPS = {"PERSON"}
 
 
 class ImportFailed(RuntimeError):
@@ -105,22 +105,15 @@ def _text_slots(line: Line) -> list[tuple[tuple, str]]:
 
 
 def _redact_slots(slots: list[tuple[Line, tuple[tuple, str]]]) -> list[Redacted]:
+    """Each slot's text redacted: another hub's memories as any text arriving here, the text its
+    own writers produced (cluster topics, skills) under the hub-text policy."""
     texts = [slot[1] for _, slot in slots]
     hub = [i for i, (line, _) in enumerate(slots) if line.kind in _WRITTEN_BY_THE_HUB]
     skip = set(hub)
-    out = redact_many([t if i not in skip else "" for i, t in enumerate(texts)])
-    for i, found in zip(hub, analyze_many([texts[i] for i in hub]), strict=True):
-        out[i] = _apply([f for f in found if f.tag not in _HUB_TEXT_SKIPS], texts[i])
+    out = redact_for(Occasion.IMPORT, [t if i not in skip else "" for i, t in enumerate(texts)])
+    for i, result in zip(hub, redact_for(Occasion.HUB_TEXT, [texts[i] for i in hub]), strict=True):
+        out[i] = result
     return out
-
-
-def _apply(findings: list, text: str) -> Redacted:
-    """Each finding replaced by its ``<TAG>`` (findings come sorted, without overlaps)."""
-    result = Redacted(text)
-    for finding in reversed(findings):
-        result.text = f"{result.text[:finding.start]}<{finding.tag}>{result.text[finding.end:]}"
-        result.counts[finding.tag] += 1
-    return result
 
 
 class Importer:
