@@ -12,5 +12,5 @@ class ClustersConfig(AppConfig):
         from memories.services import upload_lock_register
 
         # An upload takes the placement lock with its own: placing the new memory is then one statement.
-        for expression in UPLOAD_LOCKS:
-            upload_lock_register(expression)
+        for label, expression in UPLOAD_LOCKS.items():
+            upload_lock_register(label, expression)

@@ -86,7 +86,10 @@ _WIDE_SCAN_SETTING = "set_config('hnsw.ef_search', '100', true)"
 _WIDE_SCAN = f"SELECT {_WIDE_SCAN_SETTING}"
 # The placement lock and the wider index scan, as SELECT-list expressions: the upload evaluates
 # them in its first statement, after its own lock; any other placement takes them alone.
-UPLOAD_LOCKS = [f"pg_advisory_xact_lock({_ASSIGN_LOCK})", _WIDE_SCAN_SETTING]
+UPLOAD_LOCKS = {
+    "cluster placement (clusters): one memory joins or founds a cluster at a time": f"pg_advisory_xact_lock({_ASSIGN_LOCK})",
+    "wider HNSW scan for the nearest centroid (clusters)": _WIDE_SCAN_SETTING,
+}
 
 
 def cluster_assign(*, memory_id: Any, memory: Memory | None = None, locked: bool = False) -> int | None:
@@ -101,7 +104,7 @@ def cluster_assign(*, memory_id: Any, memory: Memory | None = None, locked: bool
     member row."""
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         if not locked:
-            cursor.execute("SELECT " + ", ".join(UPLOAD_LOCKS))
+            cursor.execute("SELECT " + ", ".join(UPLOAD_LOCKS.values()))
         if memory is None:
             memory = Memory.objects.filter(
                 pk=memory_id, status=Status.ACTIVE, cluster_member__isnull=True,

@@ -45,6 +45,7 @@ from memories.services.upload import (
     memories_upload,
     memory_upload,
     upload_lock_register,
+    upload_locks,
 )
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "memories_search",
     "memories_upload",
     "upload_lock_register",
+    "upload_locks",
     "memory_archive",
     "memory_delete",
     "memory_hits_record",

@@ -62,18 +62,33 @@ class UploadResult:
 
 _DEDUP_LOCK = int.from_bytes(hashlib.sha256(b"ultron:dedup").digest()[:8], "big", signed=True)
 # What other apps have every upload take with its own lock, in the same statement (see
-# ``upload_lock_register``): SELECT-list expressions, run in order after the duplicate lock.
-_UPLOAD_LOCKS: list[str] = []
+# ``upload_lock_register``): label -> SELECT-list expression, run in order after the duplicate lock.
+_UPLOAD_LOCKS: dict[str, str] = {}
 
 
-def upload_lock_register(expression: str) -> None:
+def upload_lock_register(label: str, expression: str) -> None:
     """Have every upload evaluate ``expression`` (an advisory-lock call, a ``set_config``) in its
     first statement, right after taking the duplicate lock: an app that must lock before it acts
     on a new memory (the cluster side placing it) then needs no statement of its own for that,
     and the locks are always taken in one order. Receivers of ``memory_added`` are told so
-    (``locks_held=True``). Called from an ``AppConfig.ready()``; registering twice is harmless."""
-    if expression not in _UPLOAD_LOCKS:
-        _UPLOAD_LOCKS.append(expression)
+    (``locks_held=True``). ``label`` says what the lock is for; it is written into the statement
+    as a SQL comment, so ``pg_stat_activity`` and the logs show it. Called from an
+    ``AppConfig.ready()``; registering a label twice keeps the last expression."""
+    if "*/" in label:
+        raise ValueError("a lock's label must not close a SQL comment")
+    _UPLOAD_LOCKS[label] = expression
+
+
+def upload_locks() -> list[tuple[str, str]]:
+    """Every lock an upload takes, in the order it takes them: (label, SQL expression)."""
+    return [("duplicate check: one upload decides at a time", "pg_advisory_xact_lock(%s)"), *_UPLOAD_LOCKS.items()]
+
+
+def _upload_locks_take(cursor: Any) -> None:
+    """The upload's first statement, one round trip: the locks of ``upload_locks()``, each with
+    its label as a comment (``SELECT pg_advisory_xact_lock(…) /* duplicate check… */, …``)."""
+    cursor.execute("SELECT " + ", ".join(f"{sql} /* {label} */" for label, sql in upload_locks()), [_DEDUP_LOCK])
+
 
 # At most this many memories are cleaned, embedded and checked together (an API batch's limit).
 UPLOAD_BATCH_MAX = 100
@@ -153,7 +168,7 @@ def _funnel(
     for _ in range(CANDIDATES_PER_UPLOAD + 3):
         with transaction.atomic():
             with connection.cursor() as cursor:
-                cursor.execute(", ".join(["SELECT pg_advisory_xact_lock(%s)", *_UPLOAD_LOCKS]), [_DEDUP_LOCK])
+                _upload_locks_take(cursor)
             found = duplicate_decide(
                 body=body, neighbours=memory_duplicate_neighbours(body_hash=body_hash, vector=vector),
                 verdicts=verdicts,

@@ -39,6 +39,10 @@ def test_a_new_memory_joining_a_cluster_takes_four_statements():
     # database's trigger, no statement of ours); the nearest centroid with its shift and the member row
     assert len(statements) == 4, "\n".join(statements)
     assert "pg_advisory_xact_lock" in statements[0] and statements[0].count("pg_advisory_xact_lock") == 2
+    # each lock says what it is for, in the statement itself (pg_stat_activity, the logs)
+    assert "/* duplicate check" in statements[0] and "/* cluster placement (clusters)" in statements[0]
+    assert [label.split(":")[0] for label, _ in services.upload_locks()][:2] == [
+        "duplicate check", "cluster placement (clusters)"]
     assert LexemeCount.objects.filter(lexeme="pythonpath").exists()
 
 
