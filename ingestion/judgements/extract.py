@@ -5,6 +5,7 @@ notes (Error:/Cause:/Fix:), stated preferences."""
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,8 +38,10 @@ from ingestion.judgements.lessons import lessons_find
 from ingestion.judgements.segmentation import is_goal
 from ingestion.parsing import Message
 from memories.models import MemoryType
-from memories.providers.llm import InvalidReply, get_llm
+from memories.providers.llm import InvalidReply, LLMError, get_llm
 from memories.text import estimate_tokens, normalise_space, truncate_tokens
+
+logger = logging.getLogger("ultron.ingestion")
 
 
 @dataclass
@@ -225,6 +228,19 @@ def extract(messages: list[Message] | None, *, text: str | None = None, topic: s
             note(notes, f"the LLM's \"{truncate_tokens(item.content, 20)}\" has confidence {item.confidence:.2f}, "
                         f"below {MIN_CONFIDENCE}")
     return [item for item in found if item.confidence >= MIN_CONFIDENCE]
+
+
+def text_extract(text: str) -> tuple[list[Extracted], str]:
+    """Memories from plain text while its sender waits, and the extractor that found them (the
+    LLM's name, ``offline``, or ``offline (LLM failed)``). A failing LLM falls back to the rules
+    here, not later: the caller is waiting, and the rules extract what they can rather than lose
+    the text (a segment, by contrast, is retried: ``extract`` raises)."""
+    extractor = get_llm().name
+    try:
+        return extract(None, text=text), extractor
+    except LLMError as exc:
+        logger.warning("text extraction: the LLM failed, using the offline extractor: %s", exc)
+        return extract_text_offline(text), "offline (LLM failed)"
 
 
 _WORD_RE = re.compile(r"[a-z0-9_][a-z0-9_.+-]{2,}|[\u3400-\u9fff]")

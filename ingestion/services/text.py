@@ -16,7 +16,6 @@ from ingestion.models import RawUpload
 from ingestion.services.accept import IngestError, raw_archive
 from memories import services as memory_services
 from memories.models import Source
-from memories.providers.llm import LLMError, get_llm
 from memories.redaction.policy import Occasion, redact_one_for
 
 logger = logging.getLogger("ultron.ingestion")
@@ -40,14 +39,7 @@ def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
     clean = redact_one_for(Occasion.TEXT, text).text
     raw = raw_archive(kind=RawUpload.Kind.TEXT, name="ingest_text", agent=agent, data=text.encode("utf-8"),
                       metadata={}, redacted_text=clean)
-    extractor = get_llm().name
-    try:
-        items = extract.extract(None, text=clean)
-    except LLMError as exc:
-        # The caller is waiting: the rules extract what they can rather than lose the text.
-        logger.warning("ingest_text: LLM extraction failed, using the offline extractor: %s", exc)
-        items = extract.extract_text_offline(clean)
-        extractor = "offline (LLM failed)"
+    items, extractor = extract.text_extract(clean)
     results = memory_services.memories_upload(
         items=[{"content": item.content, "context": item.context, "resolution": item.resolution, "tags": item.tags,
                 "memory_type": item.memory_type or None, "provenance": {"raw_upload": raw.pk}} for item in items],
