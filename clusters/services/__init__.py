@@ -4,7 +4,9 @@
 - ``rebuild``: deterministic rebuild, topic labels, embedding-model changes;
 - ``repair``: the pipeline's bounded repair of order effects (merge close clusters, move misfits);
 - ``crystallize``: skills written from clusters, checked, published or rejected;
-- ``search``: skill search for agents.
+- ``search``: skill search for agents;
+- ``portable``: what an import of a portable export writes back (clusters with their members,
+  skills with their versions, a cluster's skill).
 """
 
 from clusters.services.crystallize import (
@@ -20,6 +22,16 @@ from clusters.services.membership import (
     clusters_assign_missing,
     clusters_prune_inactive,
 )
+from clusters.services.portable import (
+    ClusterImported,
+    MemberImport,
+    SkillImported,
+    SkillImportError,
+    SkillVersionImport,
+    cluster_import,
+    cluster_skill_link,
+    skill_import,
+)
 from clusters.services.rebuild import (
     cluster_relabel,
     clusters_rebuild,
@@ -30,16 +42,24 @@ from clusters.services.repair import clusters_repair
 from clusters.services.search import skills_search
 
 __all__ = [
+    "ClusterImported",
+    "MemberImport",
+    "SkillImported",
+    "SkillImportError",
+    "SkillVersionImport",
     "cluster_assign",
     "cluster_crystallize",
+    "cluster_import",
     "cluster_member_refresh",
     "cluster_member_remove",
     "cluster_relabel",
+    "cluster_skill_link",
     "clusters_assign_missing",
     "clusters_prune_inactive",
     "clusters_rebuild",
     "clusters_repair",
     "crystallization_step",
+    "skill_import",
     "skill_version_publish",
     "skill_version_reject",
     "skills_reembed",

@@ -7,7 +7,10 @@ functions; none of them bypasses validation, redaction or the duplicate check.
 - ``merge``: LLM merges of contributions, summaries, consolidation of leftover pairs;
 - ``tiers``: hit counts and the HOT / WARM / COLD rebalance;
 - ``lifecycle``: archive, restore, delete;
-- ``recall``: search, details and context for agents (they count hits).
+- ``recall``: search, details and context for agents (they count hits);
+- ``portable``: what an import of a portable export writes back (memories, contributions,
+  merge candidates, as the file gives them): the import validates and redacts every line first,
+  and keeps records as they were, without the duplicate check (docs/operations.md).
 """
 
 from memories.services.embedding_space import (
@@ -30,6 +33,11 @@ from memories.services.merge import (
     memories_merge_retry,
     memory_merge_contributions,
     memory_summarize,
+)
+from memories.services.portable import (
+    memory_contribution_import,
+    memory_import,
+    merge_candidate_import,
 )
 from memories.services.recall import SearchOutcome, context_build, memories_read, memories_search
 from memories.services.tiers import (
@@ -71,14 +79,17 @@ __all__ = [
     "upload_lock_register",
     "upload_locks",
     "memory_archive",
+    "memory_contribution_import",
     "memory_delete",
     "memory_hits_record",
+    "memory_import",
     "memory_input_clean",
     "memory_inputs_clean",
     "memory_merge_contributions",
     "memory_restore",
     "memory_summarize",
     "memory_upload",
+    "merge_candidate_import",
     "tags_normalise",
     "tiers_rebalance",
 ]

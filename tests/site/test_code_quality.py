@@ -174,3 +174,41 @@ def test_the_eval_data_is_found_through_one_helper(monkeypatch, tmp_path):
                  if path != ROOT / "bench" / "_common.py" and path != Path(__file__)
                  and own_path.search(path.read_text())]
     assert not offenders, offenders
+
+
+# What only a query, a model instance or a cursor does: none of it belongs in a module that composes services.
+_ORM_ATTRIBUTES = {"objects", "_default_manager", "_base_manager", "cursor", "execute", "executemany", "raw",
+                   "extra", "save", "delete", "bulk_create", "bulk_update", "create", "get_or_create",
+                   "update_or_create", "select_for_update", "values_list", "filter", "exclude", "exists",
+                   "refresh_from_db", "annotate", "aggregate"}
+
+
+def _type_checking_blocks(tree: ast.AST) -> set[int]:
+    """Ids of the import nodes inside ``if TYPE_CHECKING:`` (annotations only, nothing runs)."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            inside.update(id(child) for statement in node.body for child in ast.walk(statement))
+    return inside
+
+
+def test_the_import_writes_only_through_the_apps_services():
+    """ultron_site/portable/store.py composes the apps' import services: no manager, queryset,
+    model write or cursor in it, no raw SQL helper, and no model imported but for annotations."""
+    path = ROOT / "ultron_site" / "portable" / "store.py"
+    tree = ast.parse(path.read_text())
+    annotations_only = _type_checking_blocks(tree)
+    offenders = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _ORM_ATTRIBUTES:
+            offenders.append(f"{node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and id(node) not in annotations_only:
+            names = {node.module or "", *(f"{node.module}.{alias.name}" for alias in node.names)}
+            for name in names:
+                if (name.endswith(".models") or ".models." in name or name.startswith("django.db.models")
+                        or name in ("django.db.connection", "django.db.connections", "memories.vectors")):
+                    offenders.append(f"{node.lineno}: imports {name}")
+        elif isinstance(node, ast.Import):
+            offenders += [f"{node.lineno}: imports {a.name}" for a in node.names if a.name.startswith("django.db")]
+    assert not offenders, offenders
+    assert "services" in {part for module in _imports(tree) for part in module.split(".")}

@@ -200,3 +200,35 @@ def test_an_export_from_another_embedding_model_is_re_embedded_here(settings, tm
     strip = ("embedding", "search_vector")
     assert ({k: {f: v for f, v in row.items() if f not in strip} for k, row in after["memories"].items()}
             == {k: {f: v for f, v in row.items() if f not in strip} for k, row in before["memories"].items()})
+
+
+def test_members_whose_memories_come_in_a_later_file_complete_their_cluster_with_its_centroid_exact(
+        settings, tmp_path):
+    populate(settings)
+    lines = _export(tmp_path / "hub.jsonl")
+    before = knowledge_rows()
+    knowledge_wipe()
+    clusters = [line for line in lines if line["kind"] == "cluster"]
+    largest = max(clusters, key=lambda line: len(line["members"]))
+    late = {member["memory"] for member in largest["members"][1:]}  # all but the first come later
+    memories = [line for line in lines if line["kind"] == "memory"]
+    _write(tmp_path / "early.jsonl", [lines[0], *[m for m in memories if m["id"] not in late], *clusters, lines[-1]])
+    _write(tmp_path / "late.jsonl", [lines[0], *[m for m in memories if m["id"] in late], *clusters, lines[-1]])
+
+    _import(tmp_path / "early.jsonl")
+    output = _import(tmp_path / "late.jsonl")
+    assert f"memory: {len(late)} added" in output and "cluster: 0 added" in output and "1 completed" in output
+    assert "put 0 memories" not in output and "into clusters" not in output  # every late memory found its cluster
+
+    after = knowledge_rows()
+    assert after["members"] == before["members"]  # same clusters, vectors, similarities and join times
+    vectors_of = {str(memory_id): np.asarray(member["vector"]) for memory_id, member in after["members"].items()}
+    for key, cluster in after["clusters"].items():
+        assert cluster["member_count"] == before["clusters"][key]["member_count"]
+        # A cluster left without members (its memory archived) is keyed by topic and time, its centroid zero.
+        if not cluster["member_count"]:
+            continue
+        # The centroid is the sum of the members' vectors, as assignment keeps it (its direction their mean).
+        vectors = [vectors_of[memory_id] for memory_id in key]
+        assert np.allclose(np.asarray(cluster["centroid"]), np.sum(vectors, axis=0), atol=1e-5)
+        assert np.allclose(np.asarray(cluster["centroid"]), np.asarray(before["clusters"][key]["centroid"]), atol=1e-5)

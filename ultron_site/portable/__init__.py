@@ -3,8 +3,9 @@
 it in a form that outlives a PostgreSQL version (docs/operations.md#export-and-import).
 
 ``codec`` holds the format and the checks of each line, ``export`` writes a file, ``load``
-reads one (``store`` stores its lines, idempotently). Clusters are in it, so it lives in the
-project package, above every app."""
+reads one (``store`` stores its lines, idempotently, through the apps' import services:
+``memories.services.portable`` and ``clusters.services.portable`` write every row). Clusters are
+in it, so it lives in the project package, above every app."""
 
 from ultron_site.portable.codec import FORMAT, VERSION
 from ultron_site.portable.export import export_write
