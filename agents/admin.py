@@ -12,7 +12,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
@@ -73,7 +72,7 @@ class AgentAdmin(ViewerLinks, HubAdmin):
 
     @admin.display(description="active tokens")
     def active_tokens(self, agent: Agent) -> int:
-        return agent.tokens.filter(revoked_at__isnull=True).exclude(expires_at__lte=timezone.now()).count()
+        return agent.tokens.active().count()
 
     def get_urls(self):
         return [

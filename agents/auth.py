@@ -43,7 +43,7 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
         if not hmac.compare_digest(stored, token_hash(token)) or row is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         now = timezone.now()
-        if row.expires_at is not None and row.expires_at <= now:
+        if row.expired(now):
             raise exceptions.AuthenticationFailed("Token expired.")
         user = row.agent.user
         if not user.is_active:

@@ -6,8 +6,11 @@ usual way); agents authenticate with bearer tokens, stored only as SHA-256 hashe
 
 from __future__ import annotations
 
+import datetime
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Agent(models.Model):
@@ -31,6 +34,12 @@ class Agent(models.Model):
         return bool(self.user.is_staff)
 
 
+class ApiTokenQuerySet(models.QuerySet):
+    def active(self, now: datetime.datetime | None = None) -> ApiTokenQuerySet:
+        """Tokens that open the API: not revoked, not past their expiry (``ApiToken.expired``)."""
+        return self.filter(revoked_at__isnull=True).exclude(expires_at__lte=now or timezone.now())
+
+
 class ApiToken(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tokens")
     # The first characters of the token, stored in clear, find the row; the hash proves it.
@@ -43,9 +52,15 @@ class ApiToken(models.Model):
     # Optional: a token past this moment no longer opens the API (null: it never expires).
     expires_at = models.DateTimeField(null=True, blank=True)
 
+    objects = ApiTokenQuerySet.as_manager()
+
     class Meta:
         db_table = "ultron_site_apitoken"
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.agent.name}:{self.prefix}"
+
+    def expired(self, now: datetime.datetime) -> bool:
+        """Past its expiry at ``now`` (the same rule as ``ApiTokenQuerySet.active``)."""
+        return self.expires_at is not None and self.expires_at <= now

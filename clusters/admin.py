@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 
-import markdown  # type: ignore[import-untyped]
+import markdown  # type: ignore[import-untyped, unused-ignore]  # mypy's cache flips whether this is needed
 import nh3
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
