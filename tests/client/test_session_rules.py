@@ -39,3 +39,15 @@ def test_the_client_walks_a_file_exactly_when_the_hub_would(tmp_path, name, head
 def test_every_sample_session_of_every_format_is_walked_by_both():
     for path in sorted((DATA / "formats").iterdir()):
         assert client_rules.walk_includes(path) == server_rules.walk_includes(path), path.name
+
+
+def test_the_clients_batches_fit_the_hubs_default_limits():
+    """The client splits an upload into requests the hub takes as it is shipped: each within the
+    default request size (``ULTRON_INGEST_MAX_REQUEST_BYTES``) and Django's file count per
+    multipart request."""
+    from django.conf import settings
+
+    from ultron_site.env import REGISTRY
+
+    assert client_rules.DEFAULT_BATCH_BYTES <= REGISTRY["ULTRON_INGEST_MAX_REQUEST_BYTES"].default
+    assert client_rules.DEFAULT_BATCH_FILES <= settings.DATA_UPLOAD_MAX_NUMBER_FILES
