@@ -216,10 +216,10 @@ def uploads_check(files: Sequence[tuple[str, int]]) -> None:
         if not accepted_name(name):
             raise IngestError(f"{name}: only {ACCEPTED} session files are ingested", field="files")
         if size > settings.ULTRON_INGEST_MAX_FILE_BYTES:
-            raise IngestError(f"{name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES:,} bytes",
+            raise IngestError(f"{name}: larger than {settings.ULTRON_INGEST_MAX_FILE_BYTES} bytes",
                               code=errors.TOO_LARGE, field="files")
     if sum(size for _, size in files) > settings.ULTRON_INGEST_MAX_REQUEST_BYTES:
-        raise IngestError(f"The files add up to more than {settings.ULTRON_INGEST_MAX_REQUEST_BYTES:,} bytes",
+        raise IngestError(f"The files add up to more than {settings.ULTRON_INGEST_MAX_REQUEST_BYTES} bytes",
                           code=errors.TOO_LARGE, field="files")
 
 

@@ -15,9 +15,10 @@ SECRET = "ghp_" + "x7Kq9vLm2Rt5Wz8Yb3Nc6Hd1Jf4Gs0Pa2Qe"
 def test_a_repeated_query_is_redacted_and_embedded_once(monkeypatch):
     services.memory_upload(content="docker build fails behind the corporate proxy; set HTTP_PROXY build args")
     embedded, redacted = [], []
-    real_embed, real_redact = recall.embed_texts, recall.redact
+    real_embed, real_redact = recall.embed_texts, recall.redact_one_for
     monkeypatch.setattr(recall, "embed_texts", lambda texts: embedded.append(texts) or real_embed(texts))
-    monkeypatch.setattr(recall, "redact", lambda text: redacted.append(text) or real_redact(text))
+    monkeypatch.setattr(recall, "redact_one_for",
+                        lambda occasion, text: redacted.append(text) or real_redact(occasion, text))
     query = f"docker proxy build failing with token {SECRET}"
     first = services.memories_search(query=query)
     second = services.memories_search(query=query)
