@@ -11,8 +11,9 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from clusters import labels, skills
+from clusters import labels
 from clusters.models import ClusterMember, KnowledgeCluster, Skill
+from clusters.services.search import skill_search_text
 from memories.models import Memory, Status
 from memories.services import embed_texts
 from memories.thresholds import model_thresholds
@@ -171,7 +172,7 @@ def skills_reembed() -> int:
     count = 0
     for skill in Skill.objects.filter(current_version__isnull=False).select_related("current_version"):
         version = skill.current_version
-        skill.embedding = embed_texts([skills.search_text(version)])[0]
+        skill.embedding = embed_texts([skill_search_text(version)])[0]
         skill.save(update_fields=["embedding"])
         count += 1
     return count

@@ -7,9 +7,9 @@ import pytest
 from django.urls import reverse
 
 from clusters import selectors, services
+from clusters.judgements.skill_draft import slug_base
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillStatus, SkillVersion
 from clusters.services import crystallize
-from clusters.skills import slug_base
 from memories.models import Memory, Status
 from memories.services import memory_archive, memory_delete, memory_restore, tiers_rebalance
 from memories.thresholds import model_thresholds
