@@ -66,6 +66,7 @@ def centrality(members: list[MemoryFacts], embed: Embed) -> list[MemoryFacts]:
     matrix = np.asarray([m.embedding for m in members], dtype=np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True) + 1e-9
     mean = (matrix @ matrix.T).sum(axis=1) / max(len(members) - 1, 1)
+    # Rounded, so float noise between runs never reorders near ties: hits, then the id, decide them.
     order = sorted(range(len(members)), key=lambda i: (-round(float(mean[i]), 4), -members[i].hit_count, members[i].id))
     return [members[i] for i in order]
 
@@ -154,6 +155,7 @@ def step_lines(steps: list[Step]) -> tuple[list[str], list[list[str]]]:
             if unit is step.rep or unit.member.id == step.rep.member.id:
                 continue
             new = unit.heads - seen
+            # A wording is worth noting when it shows code the step does not, or has no code to compare.
             if new or not unit.heads:
                 notes.append(f"{unit.text} {cite([unit.member])}")
                 seen |= unit.heads

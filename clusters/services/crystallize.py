@@ -57,6 +57,8 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
     other outcome is kept (rejected) or recorded on the cluster, with its reason."""
     cluster = KnowledgeCluster.objects.get(pk=cluster_id)
     members = _facts(cluster)
+    # A curator may crystallize any cluster, and members may have been archived: the threshold
+    # holds for the active members read here, not for the cluster's count.
     if len(members) < settings.ULTRON_CRYSTALLIZATION_THRESHOLD:
         _record(cluster, "insufficient", f"{len(members)} active members; {settings.ULTRON_CRYSTALLIZATION_THRESHOLD} needed")
         return None
@@ -75,14 +77,18 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
         return None
     draft, quality, verification, score = written.draft, written.quality, written.verification, written.score
     passed, reason = written.passed, written.reason
+    # The draft is written outside the transaction (an LLM call is slow); the cluster is locked
+    # and read again only to file it, so two runs on one cluster never make two skills.
     with transaction.atomic():
         cluster = KnowledgeCluster.objects.select_for_update().get(pk=cluster_id)
         skill = cluster.skill
+        # A first attempt creates the skill even when rejected: a curator can approve that version.
         if skill is None:
             skill = Skill.objects.create(slug=written.slug, name=draft.name,
                                          description=draft.description, source_cluster=cluster)
             cluster.skill = skill
         current = skill.current_version if skill.status == SkillStatus.PUBLISHED else None
+        # A rewrite must beat the published version, or agents would see a skill change for no gain.
         if passed and current is not None and score <= current.score:
             passed = False
             reason = f"scored {score} and did not beat the published version {current.version} ({current.score})"
@@ -149,6 +155,7 @@ def skill_version_reject(*, version_id: int, reason: str) -> SkillVersion:
         version.status = SkillStatus.REJECTED
         version.reason = reason[:2000]
         version.save(update_fields=["status", "reason"])
+        # Only rejecting the version agents see now changes what they see.
         if skill.current_version_id != version.pk:
             return version
         previous = (SkillVersion.objects.filter(skill=skill, status=SkillStatus.SUPERSEDED)
