@@ -28,8 +28,8 @@ logger = logging.getLogger("ultron.clusters")
 def _facts(cluster: KnowledgeCluster) -> list[MemoryFacts]:
     return [
         MemoryFacts(str(m.pk), m.content, m.context, m.resolution, m.hit_count, m.memory_type,
-                           m.summary_l0 or m.content[:120],
-                           [float(x) for x in m.embedding] if m.embedding is not None else None)
+                    m.summary_l0 or m.content[:120],
+                    [float(x) for x in m.embedding] if m.embedding is not None else None)
         for m in Memory.objects.filter(cluster_member__cluster=cluster, status=Status.ACTIVE)
         .order_by("-hit_count", "pk").defer("search_vector")[:40]
     ]
