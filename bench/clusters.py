@@ -104,16 +104,16 @@ def topic_quality(upload_topic: dict, crystallize_at: int) -> dict:
 def distinct_steps(steps: list[str]) -> int:
     """How many different actions a list of steps holds, by the synthesis's own rule (the
     same command or setting, or embeddings at the merge-candidate threshold)."""
-    from clusters import skill_synthesis
-    from clusters.skill_text import code_heads
-    from clusters.skills import _embed
+    from clusters.judgements import skill_synthesis
+    from clusters.judgements.skill_text import code_heads
+    from memories.providers.embeddings import get_embedder
     from memories.thresholds import model_thresholds
 
     if not steps:
         return 0
     texts = [re.sub(r"\s*\[m:[0-9a-f]{8}\]", "", s) for s in steps]
     units = [skill_synthesis.Unit(t, None, i, code_heads(t)) for i, t in enumerate(texts)]  # type: ignore[arg-type]
-    sim = skill_synthesis.similarity(units, _embed)
+    sim = skill_synthesis.similarity(units, get_embedder().embed)
     return len(skill_synthesis.group(units, sim, model_thresholds().soft))
 
 
@@ -123,10 +123,10 @@ def skills_on_topics(upload_topic: dict, crystallize_at: int) -> list[dict]:
     members, the name, and whether the quality bar and the verification pass it."""
     from collections import Counter
 
-    from clusters import skills
+    from clusters.judgements.skill_draft import skill_draft
+    from clusters.judgements.skill_text import is_keyword_list
     from clusters.models import KnowledgeCluster
     from clusters.services.crystallize import _facts
-    from clusters.skill_text import is_keyword_list
     from memories.models import Memory
 
     where = dict(Memory.objects.values_list("pk", "cluster_member__cluster_id"))
@@ -141,19 +141,20 @@ def skills_on_topics(upload_topic: dict, crystallize_at: int) -> list[dict]:
             continue
         cluster = KnowledgeCluster.objects.get(pk=cluster_id)
         members = _facts(cluster)
-        draft = skills.draft(cluster.topic, members)
-        body = skills.render(draft, {m.id: m for m in members})
-        quality = skills.quality(draft, body)
-        verified = skills.verify(draft, members) if quality.passed and not draft.insufficient else None
+        # the slug the name gives, as for a new skill in an empty hub
+        written = skill_draft(cluster.topic, members, slug_for=lambda base: base)
+        draft = written.draft
+        # an insufficient draft is not rendered: --show-skills prints why instead
+        body = written.body or f"(no skill: {draft.insufficient})"
         out.append({"topic": topic, "body": body, "members": len(members), "steps": len(draft.steps),
                     "distinct_steps": distinct_steps(draft.steps), "name": draft.name,
                     "name_words": len(draft.name.split()), "keyword_name": is_keyword_list(draft.name),
                     # the bar's rule: two steps at the duplicate threshold or above
-                    "redundant": bool(quality.details["redundant_steps"]),
+                    "redundant": bool(written.quality.details.get("redundant_steps")),
                     # stricter: two steps the synthesis's own grouping would join
                     "joinable": distinct_steps(draft.steps) < len(draft.steps),
                     "insufficient": bool(draft.insufficient),
-                    "passed": not draft.insufficient and quality.passed and bool(verified and verified.passed)})
+                    "passed": written.passed})
     return out
 
 

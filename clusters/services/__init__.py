@@ -4,7 +4,7 @@
 - ``rebuild``: deterministic rebuild, topic labels, embedding-model changes;
 - ``repair``: the pipeline's bounded repair of order effects (merge close clusters, move misfits);
 - ``crystallize``: skills written from clusters, checked, published or rejected;
-- ``search``: skill search for agents;
+- ``search``: skill search for agents, and the text a skill is embedded as;
 - ``portable``: what an import of a portable export writes back (clusters with their members,
   skills with their versions, a cluster's skill).
 """
@@ -39,7 +39,7 @@ from clusters.services.rebuild import (
     vector_columns_resize,
 )
 from clusters.services.repair import clusters_repair
-from clusters.services.search import skills_search
+from clusters.services.search import skill_search_text, skills_search
 
 __all__ = [
     "ClusterImported",
@@ -60,6 +60,7 @@ __all__ = [
     "clusters_repair",
     "crystallization_step",
     "skill_import",
+    "skill_search_text",
     "skill_version_publish",
     "skill_version_reject",
     "skills_reembed",

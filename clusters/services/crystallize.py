@@ -1,6 +1,7 @@
 """Crystallization: a cluster's members written into a skill, checked by a quality bar and a
-claim-by-claim verification, then published — or kept as rejected with its reason; and
-publishing (a curator's approval or rollback)."""
+claim-by-claim verification (``clusters.judgements.skill_draft`` decides all three), then
+published — or kept as rejected with its reason; and publishing (a curator's approval or
+rollback)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from clusters import skills
+from clusters.judgements.skill_draft import MemoryFacts, skill_draft
 from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
 from clusters.selectors import clusters_ready
 from clusters.services.membership import clusters_assign_missing
 from clusters.services.rebuild import cluster_relabel
+from clusters.services.search import skill_search_text
 from memories.models import Memory, Status
 from memories.providers.llm import LLMError
 from memories.services import embed_texts
@@ -23,11 +25,11 @@ from memories.services import embed_texts
 logger = logging.getLogger("ultron.clusters")
 
 
-def _facts(cluster: KnowledgeCluster) -> list[skills.MemoryFacts]:
+def _facts(cluster: KnowledgeCluster) -> list[MemoryFacts]:
     return [
-        skills.MemoryFacts(str(m.pk), m.content, m.context, m.resolution, m.hit_count, m.memory_type,
-                           m.summary_l0 or m.content[:120],
-                           [float(x) for x in m.embedding] if m.embedding is not None else None)
+        MemoryFacts(str(m.pk), m.content, m.context, m.resolution, m.hit_count, m.memory_type,
+                    m.summary_l0 or m.content[:120],
+                    [float(x) for x in m.embedding] if m.embedding is not None else None)
         for m in Memory.objects.filter(cluster_member__cluster=cluster, status=Status.ACTIVE)
         .order_by("-hit_count", "pk").defer("search_vector")[:40]
     ]
@@ -55,41 +57,44 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
     other outcome is kept (rejected) or recorded on the cluster, with its reason."""
     cluster = KnowledgeCluster.objects.get(pk=cluster_id)
     members = _facts(cluster)
+    # A curator may crystallize any cluster, and members may have been archived: the threshold
+    # holds for the active members read here, not for the cluster's count.
     if len(members) < settings.ULTRON_CRYSTALLIZATION_THRESHOLD:
         _record(cluster, "insufficient", f"{len(members)} active members; {settings.ULTRON_CRYSTALLIZATION_THRESHOLD} needed")
         return None
-    by_id = {m.id: m for m in members}
+
+    def slug_for(base: str) -> str:
+        # A rewrite keeps its skill's slug; a new skill's is made unique among the skills.
+        return cluster.skill.slug if cluster.skill else _unique_slug(base)
+
     try:
-        draft = skills.draft(cluster.topic, members)
+        written = skill_draft(cluster.topic, members, slug_for=slug_for)
     except LLMError as exc:
         _record(cluster, "failed", f"the LLM could not write the skill: {exc}")
         return None
-    if draft.insufficient:
-        _record(cluster, "insufficient", draft.insufficient)
+    if written.insufficient:
+        _record(cluster, "insufficient", written.insufficient)
         return None
-    # The slug is settled first: the SKILL.md's front matter names the skill by it.
-    slug = cluster.skill.slug if cluster.skill else _unique_slug(skills.slug_base(draft.name))
-    body = skills.render(draft, by_id, slug=slug)
-    quality = skills.quality(draft, body)
-    verification = skills.verify(draft, members) if quality.passed else skills.Check(False, 0.0, {}, "not verified: quality bar not met")
-    coverage = len(set(draft.cited) & set(by_id)) / len(members)
-    score = round(quality.score * verification.score * (0.8 + 0.2 * coverage), 4)
-    passed = quality.passed and verification.passed
-    reason = quality.reason or verification.reason
+    draft, quality, verification, score = written.draft, written.quality, written.verification, written.score
+    passed, reason = written.passed, written.reason
+    # The draft is written outside the transaction (an LLM call is slow); the cluster is locked
+    # and read again only to file it, so two runs on one cluster never make two skills.
     with transaction.atomic():
         cluster = KnowledgeCluster.objects.select_for_update().get(pk=cluster_id)
         skill = cluster.skill
+        # A first attempt creates the skill even when rejected: a curator can approve that version.
         if skill is None:
-            skill = Skill.objects.create(slug=slug, name=draft.name,
+            skill = Skill.objects.create(slug=written.slug, name=draft.name,
                                          description=draft.description, source_cluster=cluster)
             cluster.skill = skill
         current = skill.current_version if skill.status == SkillStatus.PUBLISHED else None
+        # A rewrite must beat the published version, or agents would see a skill change for no gain.
         if passed and current is not None and score <= current.score:
             passed = False
             reason = f"scored {score} and did not beat the published version {current.version} ({current.score})"
         version = SkillVersion.objects.create(
             skill=skill, version=(skill.versions.aggregate(n=Max("version"))["n"] or 0) + 1,
-            name=draft.name, description=draft.description, body=body, memory_ids=[m.id for m in members],
+            name=draft.name, description=draft.description, body=written.body, memory_ids=[m.id for m in members],
             cluster=cluster, quality={"passed": quality.passed, "score": quality.score, **quality.details},
             verification={"passed": verification.passed, "score": verification.score, **verification.details},
             score=score, status=SkillStatus.DRAFT if passed else SkillStatus.REJECTED, reason=reason,
@@ -120,7 +125,7 @@ def skill_version_publish(*, version_id: int) -> SkillVersion:
         skill.status = SkillStatus.PUBLISHED
         skill.name = version.name
         skill.description = version.description
-        skill.embedding = embed_texts([skills.search_text(version)])[0]
+        skill.embedding = embed_texts([skill_search_text(version)])[0]
         skill.save()
     return version
 
@@ -150,6 +155,7 @@ def skill_version_reject(*, version_id: int, reason: str) -> SkillVersion:
         version.status = SkillStatus.REJECTED
         version.reason = reason[:2000]
         version.save(update_fields=["status", "reason"])
+        # Only rejecting the version agents see now changes what they see.
         if skill.current_version_id != version.pk:
             return version
         previous = (SkillVersion.objects.filter(skill=skill, status=SkillStatus.SUPERSEDED)

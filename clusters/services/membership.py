@@ -5,22 +5,17 @@ a member leaving or changing subtracts exactly what it added."""
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from typing import Any
 
 from django.db import connection, transaction
 
-from clusters import labels
+from clusters.judgements.label import cluster_label
 from clusters.models import ClusterMember, KnowledgeCluster
 from memories.models import Memory, Status
 from memories.thresholds import model_thresholds
 from memories.vectors import vector_literal
 
 _ASSIGN_LOCK = int.from_bytes(hashlib.sha256(b"ultron:cluster-assign").digest()[:8], "big", signed=True)
-
-
-def _offline_topic(texts: list[str]) -> str:
-    return labels.keyword_topic(texts, Counter(), 1) or "untitled"
 
 
 def _centroid_shift(cluster_id: int, *, add: Any = None, subtract: Any = None, members: int = 0) -> None:
@@ -114,8 +109,10 @@ def cluster_assign(*, memory_id: Any, memory: Memory | None = None, locked: bool
         joined = _join_nearest(cursor, memory)
         if joined is not None:
             return joined
+        # Named offline from the memory alone (placement holds the lock, often in an upload's
+        # transaction); the pipeline's crystallization step relabels it on its next run.
         cluster = KnowledgeCluster.objects.create(
-            topic=_offline_topic([memory.content, memory.context])[:200], centroid=memory.embedding, member_count=1,
+            topic=cluster_label([memory.content, memory.context])[:200], centroid=memory.embedding, member_count=1,
         )
         ClusterMember.objects.create(cluster=cluster, memory=memory, vector=memory.embedding, similarity=1.0)
         return cluster.pk

@@ -11,8 +11,9 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from clusters import labels, skills
+from clusters.judgements.label import Corpus, cluster_label
 from clusters.models import ClusterMember, KnowledgeCluster, Skill
+from clusters.services.search import skill_search_text
 from memories.models import Memory, Status
 from memories.services import embed_texts
 from memories.thresholds import model_thresholds
@@ -60,13 +61,13 @@ def _group_in_order(vectors: list[Any], *, threshold: float, dims: int) -> _Grou
 
 
 def _topics(rows: list[tuple], grouping: _Grouping) -> list[str]:
-    """A keyword topic per cluster, terms weighted against their frequency in all memories."""
-    df: Counter = Counter()
+    """A keyword topic per cluster, terms weighted against their frequency in all memories
+    (offline: the rebuild is deterministic, and may name thousands of clusters)."""
+    corpus = Corpus([(content, context) for _, _, content, context in rows])
     texts: list[list[str]] = [[] for _ in range(grouping.count)]
     for (_, _, content, context), cluster_index in zip(rows, grouping.assignment, strict=True):
-        df.update(set(labels.terms(f"{content} {context}")))
         texts[cluster_index].append(f"{content} {context}")
-    return [labels.keyword_topic(texts[i], df, len(rows)) or "untitled" for i in range(grouping.count)]
+    return [cluster_label(texts[i], corpus=corpus) for i in range(grouping.count)]
 
 
 def _skills_follow(clusters: list[KnowledgeCluster], members_of: dict[int, set[str]],
@@ -128,13 +129,10 @@ def cluster_relabel(*, cluster_id: int) -> str:
     cluster = KnowledgeCluster.objects.get(pk=cluster_id)
     members = list(Memory.objects.filter(cluster_member__cluster=cluster, status=Status.ACTIVE)
                    .order_by("-hit_count").values_list("summary_l0", "content", "context")[:50])
-    topic = labels.llm_topic([m[0] or m[1][:200] for m in members])
-    if topic is None:
-        df: Counter = Counter()
-        sample = Memory.objects.filter(status=Status.ACTIVE).order_by("-created_at").values_list("content", "context")[:2000]
-        for content, context in sample:
-            df.update(set(labels.terms(f"{content} {context}")))
-        topic = labels.keyword_topic([f"{m[1]} {m[2]}" for m in members], df, len(sample)) or cluster.topic
+    # The newest 2,000 active memories stand for the hub: read only if the LLM gives no topic.
+    sample = Memory.objects.filter(status=Status.ACTIVE).order_by("-created_at").values_list("content", "context")[:2000]
+    topic = cluster_label([f"{m[1]} {m[2]}" for m in members], summaries=[m[0] or m[1][:200] for m in members],
+                          corpus=Corpus(sample), fallback=cluster.topic)
     KnowledgeCluster.objects.filter(pk=cluster_id).update(topic=topic[:200], labelled_member_count=cluster.member_count)
     return topic
 
@@ -171,7 +169,7 @@ def skills_reembed() -> int:
     count = 0
     for skill in Skill.objects.filter(current_version__isnull=False).select_related("current_version"):
         version = skill.current_version
-        skill.embedding = embed_texts([skills.search_text(version)])[0]
+        skill.embedding = embed_texts([skill_search_text(version)])[0]
         skill.save(update_fields=["embedding"])
         count += 1
     return count

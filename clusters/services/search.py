@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from clusters import selectors
 from clusters.models import Skill
 from memories.redaction.policy import Occasion, redact_one_for
@@ -12,3 +14,10 @@ def skills_search(*, query: str, limit: int) -> list[tuple[Skill, float]]:
     """Published skills nearest to ``query``, with their cosine similarity."""
     vector = embed_texts([redact_one_for(Occasion.QUERY, query).text])[0]
     return selectors.skill_search(vector=vector, limit=limit)
+
+
+def skill_search_text(version: Any) -> str:
+    """What a published skill version is embedded as for skill search: name, description and
+    the body's first 2,000 characters. ``version``: a ``SkillVersion``, or an imported version's
+    data with those three attributes."""
+    return f"{version.name}\n{version.description}\n{version.body[:2000]}"

@@ -7,9 +7,9 @@ import pytest
 from django.urls import reverse
 
 from clusters import selectors, services
+from clusters.judgements.skill_draft import slug_base
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillStatus, SkillVersion
 from clusters.services import crystallize
-from clusters.skills import slug_base
 from memories.models import Memory, Status
 from memories.services import memory_archive, memory_delete, memory_restore, tiers_rebalance
 from memories.thresholds import model_thresholds
@@ -285,6 +285,36 @@ def test_slug_collisions_are_suffixed():
     Skill.objects.create(slug="docker-networking-2", name="b")
     assert crystallize._unique_slug("docker-networking") == "docker-networking-3"
     assert len(crystallize._unique_slug("y" * 50)) <= 50
+
+
+def test_relabelling_takes_the_llms_topic_without_reading_the_hub(openai_llm, django_assert_num_queries):
+    cluster = _fill(3)[0].cluster_member.cluster
+    openai_llm.script(json.dumps({"topic": "Django waiting for PostgreSQL in Docker"}))
+    # the cluster, its members, the update: the keyword sample of the hub is not read
+    with django_assert_num_queries(3):
+        topic = services.cluster_relabel(cluster_id=cluster.pk)
+    cluster.refresh_from_db()
+    assert topic == cluster.topic == "Django waiting for PostgreSQL in Docker"
+    assert cluster.labelled_member_count == cluster.member_count == 3
+    assert openai_llm.asked_kinds() == ["cluster_topic"]
+
+
+def test_relabelling_falls_back_to_keywords_when_the_llm_fails(openai_llm):
+    cluster = _fill(3)[0].cluster_member.cluster
+    make(unit((5, 1.0)), content="Redis connection reset by peer when the pool is exhausted")
+    openai_llm.script("garbage", (500, {}), "{}")
+    topic = services.cluster_relabel(cluster_id=cluster.pk)
+    assert openai_llm.asked_kinds() == ["cluster_topic"] * 3
+    terms = topic.split(" · ")
+    assert len(terms) == 4 and {"django", "postgresql", "docker"} & set(terms), topic
+    assert not {"redis", "the", "case"} & set(terms), topic
+
+
+def test_a_new_cluster_is_named_offline_by_its_first_memory(openai_llm):
+    cluster = make(unit((0, 1.0)), content="kubectl apply fails: field is immutable", context="Deployment selector") \
+        .cluster_member.cluster
+    assert cluster.topic == "apply · deployment · field · immutable"  # equal weights: alphabetical
+    assert openai_llm.asked_kinds() == []
 
 
 def test_api_permissions_and_reads(api, curator_api):

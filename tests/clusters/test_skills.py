@@ -10,10 +10,10 @@ import re
 import pytest
 import yaml
 
-from clusters import skill_text as shape
-from clusters import skills
-from clusters.skill_synthesis import describe
-from clusters.skill_types import MemoryFacts, SkillDraft
+from clusters.judgements import skill_draft as skills
+from clusters.judgements import skill_text as shape
+from clusters.judgements.skill_synthesis import describe
+from clusters.judgements.skill_types import MemoryFacts, SkillDraft
 from memories.judgements.summarize import extractive_l0
 
 # The issue's case: six reports of pytest failing to import a src-layout package; the fix in
@@ -117,18 +117,21 @@ def test_the_issues_six_memories_do_not_make_a_skill_of_two_steps_said_six_times
     assert len(re.findall(r"\[m:", install)) == 4
     body = skills.render(draft, {m.id: m for m in members})
     assert not skills.quality(draft, body).passed
+    # the judgement stops there: no slug asked for, nothing rendered or checked
+    written = skills.skill_draft(KEYWORDS, members, slug_for=lambda base: pytest.fail("a slug was asked for"))
+    assert written.insufficient == draft.insufficient and not written.body and not written.passed
 
 
 def test_a_third_distinct_step_makes_a_skill_that_passes_and_verifies():
     members = facts(SIX + [("conftest.py at the root inserts src into sys.path and imports still fail",
                             "legacy test setup",
                             "Delete the sys.path.insert hacks from conftest.py once the package is installed.")])
-    draft = skills.draft_offline(KEYWORDS, members)
-    body = skills.render(draft, {m.id: m for m in members}, slug="fix-pytest-imports")
+    written = skills.skill_draft(KEYWORDS, members, slug_for=lambda base: "fix-pytest-imports")
+    draft, body = written.draft, written.body
     assert not draft.insufficient and len(draft.steps) == 3
-    quality = skills.quality(draft, body)
-    assert quality.passed, quality.reason
-    assert skills.verify_offline(draft, members).passed
+    assert written.quality.passed, written.quality.reason
+    assert written.verification.passed and written.verification.details["method"] == "offline"
+    assert written.passed and written.slug == "fix-pytest-imports" and 0 < written.score <= 1
     heads = [heads_of(s) for s in draft.steps]
     assert all(not (heads[i] & heads[j]) for i in range(3) for j in range(i + 1, 3))
     assert any(v for v in draft.variants)            # other wordings are noted under their step

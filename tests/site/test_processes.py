@@ -449,7 +449,7 @@ def test_killed_crystallization_completes_once_after_a_restart(agent):
         _run_step("cluster_repair")
     assert KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD).exists()
     # killed as the skill is being written
-    _run_step("crystallization", die_at=("clusters.skills", "draft", 1))
+    _run_step("crystallization", die_at=("clusters.judgements.skill_draft", "_draft", 1))
     assert SkillVersion.objects.count() == 0 and Skill.objects.count() == 0
     assert not KnowledgeCluster.objects.filter(last_crystallization_at__isnull=False).exists()
     _run_step("crystallization")

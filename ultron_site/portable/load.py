@@ -17,9 +17,8 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
-from clusters import skills
 from clusters.models import ClusterMember
-from clusters.services import cluster_assign
+from clusters.services import cluster_assign, skill_search_text
 from memories.models import EmbeddingSpace, Memory, MemoryContribution, Status
 from memories.redaction import Redacted
 from memories.redaction.policy import Occasion, redact_for
@@ -199,7 +198,7 @@ class Importer:
                     current = next((v for v in d.get("versions", []) if v["version"] == d.get("current_version")),
                                    None)
                     if line.reembedded and current is not None:
-                        to_embed.append((line, skills.search_text(_Version(current))))
+                        to_embed.append((line, skill_search_text(_Version(current))))
                     elif not line.reembedded and d.get("embedding"):
                         line.vector = vector_decode(d["embedding"], self.dims)
             except LineError as exc:
@@ -264,7 +263,7 @@ class Importer:
 
 @dataclass
 class _Version:
-    """A version's fields as ``skills.search_text`` reads them."""
+    """A version's fields as ``skill_search_text`` reads them."""
 
     data: dict
 

@@ -1,4 +1,10 @@
-"""Writing a skill from a cluster's memories, checking it, and verifying it (docs/flow.md#clusters-and-skills).
+"""Judgement: the skill a cluster's memories make, and whether it may be published — the one
+place how a skill is written is decided (docs/flow.md#crystallization).
+
+``skill_draft`` drafts it (the LLM's draft when one is configured, else the offline synthesis of
+``skill_synthesis``), renders it as SKILL.md, holds it to the quality bar, verifies every claim
+against the members (by the LLM, or offline by citation and word overlap) and scores it. The
+crystallization service files what it returns; the other functions here are its parts.
 
 Everything here fails closed: a draft that misses the quality bar, a claim no member supports,
 a contradiction, or an LLM error all leave the skill unpublished, with the reason recorded.
@@ -9,21 +15,74 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from clusters import skill_text
-from clusters.skill_synthesis import MIN_STEPS, synthesize
-from clusters.skill_types import Check, MemoryFacts, SkillDraft
+from clusters.judgements import skill_text
+from clusters.judgements.skill_synthesis import MIN_STEPS, synthesize
+from clusters.judgements.skill_types import Check, Embed, MemoryFacts, SkillDraft
 from memories.providers.llm import InvalidReply, LLMError, get_llm
 from memories.text import truncate_tokens
 
-__all__ = ["Check", "MemoryFacts", "SkillDraft", "draft", "quality", "render", "slug_base", "verify"]
-Embed = Callable[[list[str]], np.ndarray]
+__all__ = ["Check", "MemoryFacts", "SkillDraft", "WrittenSkill", "draft_offline", "quality", "render",
+           "skill_draft", "slug_base", "verify_offline"]
 
+# Front matter and headings take about 90 of a SKILL.md's characters: under 300, its sections
+# hold little more than a sentence or two.
 MIN_BODY_CHARS = 300
+# Offline, a claim is supported when this share of its words is in a member it cites: a little
+# rewording ("Run", a dropped article) passes, a sentence the member never said does not.
+SUPPORTED_OVERLAP = 0.8
 _CITE_RE = re.compile(r"\s*\[m:([0-9a-f]{8})\]")
+
+
+@dataclass
+class WrittenSkill:
+    """What ``skill_draft`` decided. ``insufficient``: why no skill was written (nothing else is
+    filled in then). Otherwise the SKILL.md ``body`` under ``slug``, both checks and the score;
+    ``passed`` when both checks passed."""
+
+    draft: SkillDraft
+    slug: str = ""
+    body: str = ""
+    quality: Check = field(default_factory=lambda: Check(False, 0.0, {}, "not checked"))
+    verification: Check = field(default_factory=lambda: Check(False, 0.0, {}, "not checked"))
+    score: float = 0.0
+
+    @property
+    def insufficient(self) -> str:
+        return self.draft.insufficient
+
+    @property
+    def passed(self) -> bool:
+        return self.quality.passed and self.verification.passed
+
+    @property
+    def reason(self) -> str:
+        return self.quality.reason or self.verification.reason
+
+
+def skill_draft(topic: str, members: list[MemoryFacts], *, slug_for: Callable[[str], str]) -> WrittenSkill:
+    """The skill ``members`` make, checked and scored. ``slug_for`` turns the slug the draft's
+    name gives (``slug_base``) into the one the skill is filed under — a rewrite keeps its
+    skill's, a new skill's is made unique — before rendering, since the SKILL.md's front matter
+    names the skill by it. Raises ``LLMError`` when the configured LLM cannot write the draft
+    (the caller records it: fail closed)."""
+    draft = _draft(topic, members)
+    if draft.insufficient:
+        return WrittenSkill(draft)
+    slug = slug_for(slug_base(draft.name))
+    body = render(draft, {m.id: m for m in members}, slug=slug)
+    checked = quality(draft, body)
+    # A draft the bar fails is not verified: it cannot be published anyway (and an LLM is not asked).
+    verification = _verify(draft, members) if checked.passed else Check(False, 0.0, {}, "not verified: quality bar not met")
+    coverage = len(set(draft.cited) & {m.id for m in members}) / len(members)
+    # Coverage weighs lightly (a factor from 0.8 to 1): the checks rank a version first, and
+    # citing more of the cluster only tells near ties apart when a rewrite must beat the last.
+    score = round(checked.score * verification.score * (0.8 + 0.2 * coverage), 4)
+    return WrittenSkill(draft, slug, body, checked, verification, score)
 
 
 def slug_base(name: str) -> str:
@@ -76,8 +135,8 @@ def render(draft: SkillDraft, members: dict[str, MemoryFacts], *, slug: str = ""
 
 
 def draft_offline(topic: str, members: list[MemoryFacts], *, embed: Embed | None = None) -> SkillDraft:
-    """Synthesised from the members (``clusters.skill_synthesis``), with the hub's embedding
-    model grouping steps at its merge-candidate threshold."""
+    """Synthesised from the members (``skill_synthesis``), with the hub's embedding model
+    grouping steps at its merge-candidate threshold."""
     from memories.thresholds import model_thresholds
 
     return synthesize(topic, members, embed=embed or _embed, group_at=model_thresholds().soft)
@@ -93,6 +152,7 @@ def _embed(texts: list[str]) -> np.ndarray:
 
 
 def _member_listing(members: list[MemoryFacts]) -> str:
+    """The members the LLM reads, most used first: 30 of them, cut to fit its context."""
     blocks = []
     for memory in sorted(members, key=lambda m: (-m.hit_count, m.id))[:30]:
         parts = [f"[m:{memory.short}] ({memory.memory_type}, used {memory.hit_count}x) {truncate_tokens(memory.content, 150)}"]
@@ -135,7 +195,7 @@ DRAFT_PROMPT = (
 )
 
 
-def draft_with_llm(topic: str, members: list[MemoryFacts]) -> SkillDraft:
+def _draft_with_llm(topic: str, members: list[MemoryFacts]) -> SkillDraft:
     llm = get_llm()
     draft = llm.ask_json(system=DRAFT_PROMPT, user=f"Topic: {topic}\n\n{_member_listing(members)}",
                          validate=_validate_draft, max_tokens=2000, purpose="crystallize")
@@ -146,17 +206,17 @@ def draft_with_llm(topic: str, members: list[MemoryFacts]) -> SkillDraft:
     return draft
 
 
-def draft(topic: str, members: list[MemoryFacts], *, embed: Embed | None = None) -> SkillDraft:
-    """Raises LLMError when the configured LLM fails (the caller records it, fail closed)."""
+def _draft(topic: str, members: list[MemoryFacts]) -> SkillDraft:
+    """Raises LLMError when the configured LLM fails: no offline draft stands in for it."""
     if get_llm().available:
-        return draft_with_llm(topic, members)
-    return draft_offline(topic, members, embed=embed)
+        return _draft_with_llm(topic, members)
+    return draft_offline(topic, members)
 
 
 # --- checks ------------------------------------------------------------------------------------------
 
 
-def redundant_pairs(steps: list[str], embed: Embed, threshold: float) -> list[tuple[int, int, float]]:
+def _redundant_pairs(steps: list[str], embed: Embed, threshold: float) -> list[tuple[int, int, float]]:
     """Pairs of steps (1-based) more similar than ``threshold``: one step said twice."""
     if len(steps) < 2:
         return []
@@ -174,7 +234,9 @@ def quality(draft: SkillDraft, body: str, *, embed: Embed | None = None) -> Chec
     description."""
     from memories.thresholds import model_thresholds
 
-    redundant = redundant_pairs(draft.steps, embed or _embed, model_thresholds().duplicate)
+    # Two steps as close as two duplicate memories are one step said twice (the synthesis
+    # already joined those at the looser merge-candidate threshold; an LLM draft may not have).
+    redundant = _redundant_pairs(draft.steps, embed or _embed, model_thresholds().duplicate)
     criteria = {
         "length": len(body) >= MIN_BODY_CHARS,
         "steps": len(draft.steps) >= MIN_STEPS,
@@ -208,7 +270,7 @@ def _overlap(claim: str, source: str) -> float:
     supports "Add")."""
     words = _stems(claim, drop=_SCAFFOLD)
     if not words:
-        return 1.0
+        return 1.0  # only scaffold and short words: the claim asserts nothing a member must hold
     return len(words & _stems(source)) / len(words)
 
 
@@ -221,7 +283,7 @@ def verify_offline(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
         text = _CITE_RE.sub("", claim)
         sources = [by_short[c] for c in cites if c in by_short]
         support = max((_overlap(text, f"{m.content} {m.context} {m.resolution}") for m in sources), default=0.0)
-        results.append({"claim": text[:200], "memory_ids": [m.id for m in sources], "supported": support >= 0.8,
+        results.append({"claim": text[:200], "memory_ids": [m.id for m in sources], "supported": support >= SUPPORTED_OVERLAP,
                         "overlap": round(support, 2)})
     return _verdict(results, contradiction=False, method="offline")
 
@@ -256,7 +318,7 @@ def _validate_verification(data: Any, count: int) -> tuple[list[dict], bool]:
     return [verdicts[i] for i in range(count)], bool(data.get("contradiction", False))
 
 
-def verify_with_llm(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
+def _verify_with_llm(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
     claims = _claims(draft)
     listing = "\n".join(f"{i}. {_CITE_RE.sub('', c)}" for i, c in enumerate(claims))
     try:
@@ -268,17 +330,14 @@ def verify_with_llm(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
             validate=lambda data: _validate_verification(data, len(claims)), max_tokens=1500, purpose="verify",
         )
     except LLMError as exc:
+        # Unlike drafting, an LLM failure here is a verdict: unverified, so not published.
         return Check(False, 0.0, {"method": "llm", "error": str(exc)[:300]}, f"verification failed: {exc}"[:500])
     results = [{"claim": _CITE_RE.sub("", c)[:200], "supported": bool(v["supported"])} for c, v in zip(claims, verdicts, strict=True)]
     return _verdict(results, contradiction=contradiction, method="llm")
 
 
-def verify(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
+def _verify(draft: SkillDraft, members: list[MemoryFacts]) -> Check:
+    """The LLM's claim-by-claim verdict when one is configured, else the offline check."""
     if get_llm().available:
-        return verify_with_llm(draft, members)
+        return _verify_with_llm(draft, members)
     return verify_offline(draft, members)
-
-
-def search_text(version: Any) -> str:
-    """What a published skill version is embedded as for skill search."""
-    return f"{version.name}\n{version.description}\n{version.body[:2000]}"

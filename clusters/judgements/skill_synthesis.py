@@ -1,4 +1,5 @@
-"""A skill written offline from a cluster's members (docs/flow.md#crystallization).
+"""The offline path of ``skill_draft.skill_draft``: a skill written from a cluster's members
+without an LLM (docs/flow.md#crystallization).
 
 The members' resolutions (and the instructions their contents state) are cut into sentences;
 those that are instructions become candidate steps, conditions and disagreements become edge
@@ -13,17 +14,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from clusters import skill_text as shape
-from clusters.skill_types import MemoryFacts, SkillDraft
+from clusters.judgements import skill_text as shape
+from clusters.judgements.skill_types import Embed, MemoryFacts, SkillDraft
 from memories.text import first_sentence, truncate_tokens
 
-Embed = Callable[[list[str]], np.ndarray]
+# Fewer than three distinct steps is a tip, not a procedure: the draft is insufficient.
 MIN_STEPS = 3
+# A skill is a procedure followed in one go: it keeps its first eight steps in procedure order
+# (and six edge cases); the cut ones are the fewest members' advice within the last phase.
 MAX_STEPS = 8
 MAX_EDGES = 6
 # Two steps with different code (``pip install -e`` / ``pythonpath``) are different actions
@@ -64,6 +66,7 @@ def centrality(members: list[MemoryFacts], embed: Embed) -> list[MemoryFacts]:
     matrix = np.asarray([m.embedding for m in members], dtype=np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True) + 1e-9
     mean = (matrix @ matrix.T).sum(axis=1) / max(len(members) - 1, 1)
+    # Rounded, so float noise between runs never reorders near ties: hits, then the id, decide them.
     order = sorted(range(len(members)), key=lambda i: (-round(float(mean[i]), 4), -members[i].hit_count, members[i].id))
     return [members[i] for i in order]
 
@@ -103,6 +106,7 @@ def similarity(units: list[Unit], embed: Embed) -> np.ndarray:
         for j in range(i + 1, len(units)):
             b = units[j]
             shared = a.heads & b.heads
+            # The same tool alone (``pip``) is not the same action; the same sub-command or key is.
             if any(not h.startswith("tool:") for h in shared):
                 sim[i, j] = sim[j, i] = 1.0
             elif a.heads and b.heads and not shared:
@@ -151,6 +155,7 @@ def step_lines(steps: list[Step]) -> tuple[list[str], list[list[str]]]:
             if unit is step.rep or unit.member.id == step.rep.member.id:
                 continue
             new = unit.heads - seen
+            # A wording is worth noting when it shows code the step does not, or has no code to compare.
             if new or not unit.heads:
                 notes.append(f"{unit.text} {cite([unit.member])}")
                 seen |= unit.heads
@@ -164,6 +169,7 @@ def edge_lines(caveats: list[Unit], ordered: list[MemoryFacts], cited_ids: set[s
     saw the problem (the rarer shapes of the same symptom)."""
     lines = [f"{s.rep.text} {cite(s.members)}" for s in steps_of(caveats, embed, threshold)[:MAX_EDGES]]
     if not lines:
+        # Members no step cites show the symptom's other shapes; with every member cited, the two least central.
         rare = [m for m in reversed(ordered) if m.id not in cited_ids][:3] or list(reversed(ordered))[:2]
         lines = [f"Also seen as: {shape.first_clause(first_sentence(m.content), 30)} {cite([m])}" for m in rare]
     return lines
@@ -181,6 +187,7 @@ def symptom_lines(ordered: list[MemoryFacts]) -> tuple[list[str], str, str]:
             having.setdefault(key, []).append(m)
             if key not in written or len(text) < len(written[key]):
                 written[key] = text
+    # An error one member quotes is that member's; two quoting it make it the shared symptom.
     error_key = next((k for k, n in keys.most_common() if n >= 2), "")
     told = [m for m in ordered if not shape.instruction(first_sentence(m.content), reported=False)]
     failing = [m for m in told if shape.FAILURE_WORDS.search(first_sentence(m.content))

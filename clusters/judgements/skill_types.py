@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+
+# Texts in, one unit-normalisable vector per text out: the hub's embedding model, or a test's.
+Embed = Callable[[list[str]], np.ndarray]
 
 
 @dataclass
