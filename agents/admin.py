@@ -72,6 +72,7 @@ class AgentAdmin(ViewerLinks, HubAdmin):
 
     @admin.display(description="active tokens")
     def active_tokens(self, agent: Agent) -> int:
+        # Revoked and expired tokens no longer open the API (agents/auth.py): neither counts as active.
         return agent.tokens.active().count()
 
     def get_urls(self):
@@ -105,6 +106,7 @@ class AgentAdmin(ViewerLinks, HubAdmin):
 
     @admin.action(description="Issue a new token (shown once)", permissions=["token"])
     def issue_token(self, request, queryset):
+        # Shown on this page only, never in a message: messages are stored (cookie or session) until shown.
         issued = [token_issue(agent=agent, label=f"admin:{request.user.get_username()}", lifetime=token_lifetime())
                   for agent in queryset]
         context = {**self.admin_site.each_context(request), "opts": self.opts, "title": "Tokens issued",
@@ -114,6 +116,7 @@ class AgentAdmin(ViewerLinks, HubAdmin):
     @admin.action(description="Revoke all tokens", permissions=["token"])
     def revoke_tokens(self, request, queryset):
         count = 0
+        # One by one through token_revoke, the same service the revoke button uses, not a bulk update.
         for token in ApiToken.objects.filter(agent__in=queryset, revoked_at__isnull=True):
             token_revoke(token=token)
             count += 1

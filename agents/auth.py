@@ -43,6 +43,7 @@ class AgentTokenAuthentication(authentication.BaseAuthentication):
         if not hmac.compare_digest(stored, token_hash(token)) or row is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         now = timezone.now()
+        # After the hash check: only whoever holds the secret is told that the token expired.
         if row.expired(now):
             raise exceptions.AuthenticationFailed("Token expired.")
         user = row.agent.user

@@ -44,6 +44,8 @@ def agent_create(*, name: str, staff: bool = False) -> Agent:
     if not name or len(name) > 100:
         raise ValueError("agent name must be 1-100 characters")
     user_model = get_user_model()
+    # Creating an existing agent reuses it (create_agent then prints a new token for it); staff=True only
+    # ever promotes, never demotes (flow.md#commands).
     existing = Agent.objects.select_related("user").filter(name=name).first()
     if existing is not None:
         if staff and not existing.user.is_staff:

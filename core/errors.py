@@ -31,6 +31,7 @@ class ApplicationError(Exception):
         super().__init__(f"{field}: {message}" if field else message)
         self.message = message
         self.code = code or self.default_code
+        # An unknown code would reach the API's handler with no status to map it to: refused where raised.
         if self.code not in CODES:
             raise ValueError(f"unknown error code {self.code!r}; use one of {sorted(CODES)}")
         self.field = field

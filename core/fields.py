@@ -15,6 +15,7 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        # PostgreSQL text cannot hold NUL: refused as bad input here rather than failing at the insert.
         if "\x00" in data:
             raise ValidationError("must not contain NUL characters")
         return super().to_internal_value(data)
@@ -22,7 +23,9 @@ class StrictCharField(serializers.CharField):
 
 def tags_field() -> serializers.ListField:
     return serializers.ListField(
+        # Blank tags pass: normalisation drops them (flow.md#validation).
         child=StrictCharField(max_length=settings.ULTRON_MAX_TAG_CHARS, allow_blank=True),
         required=False,
+        # A parse limit only: the service counts distinct tags against ULTRON_MAX_TAGS, as repeats collapse.
         max_length=100,
     )

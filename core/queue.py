@@ -37,4 +37,5 @@ def enqueue_on_commit(func: Callable[..., Any], *args: Any) -> None:
     """Queue a task once the current transaction commits (at once outside a transaction)."""
     from django.db import transaction
 
+    # After the commit: a worker must never load an id the transaction has not stored yet (STYLE.md).
     transaction.on_commit(lambda: enqueue(func, *args))

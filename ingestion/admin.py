@@ -117,6 +117,7 @@ class IngestJobAdmin(ViewerLinks, ReadOnlyAdmin):
         form = IngestForm(request.POST or None, request.FILES or None, initial={"agent": _agent_default()})
         form.fields["agent"].widget.attrs["required"] = False  # the form says what is missing, not the browser
         if request.method == "POST" and form.is_valid():
+            # Read only once the form has checked names and sizes (uploads_check): a refused upload costs no memory.
             files = [(upload.name, upload.read()) for upload in form.cleaned_data["session_files"]]
             try:
                 job, results = files_ingest(agent=form.cleaned_data["agent"], files=files)
@@ -143,6 +144,7 @@ class IngestJobAdmin(ViewerLinks, ReadOnlyAdmin):
 
 def _agent_default() -> int | None:
     """The agent to preselect: the only one, else the one whose sessions were uploaded last."""
+    # Two rows tell whether there is exactly one agent, without counting them all.
     agents = list(Agent.objects.values_list("pk", flat=True)[:2])
     if len(agents) == 1:
         return agents[0]
@@ -197,6 +199,7 @@ class SessionRecordAdmin(ViewerLinks, RetryWork):
             "segment_id", "memory_id", "memory__summary_l0", "memory__content").order_by("item_index")
         segments = list(session.segments.only("pk", "session_id", "index", "topic", "score", "scoring", "extraction")
                         .prefetch_related(Prefetch("memory_links", queryset=links))
+                        # One more than shown says whether there are more; only then are they counted.
                         .order_by("index")[:SESSION_SEGMENTS_SHOWN + 1])
         more = len(segments) > SESSION_SEGMENTS_SHOWN
         return render_to_string("admin/ingestion/_session_segments.html", {
@@ -264,6 +267,8 @@ class RawUploadAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "kind", "name", "size", "redacted", "download_link")
     list_filter = ("kind", "redacted")
     search_fields = ("name",)
+    # The archive's bytes (up to ULTRON_RAW_ARCHIVE_MAX_BYTES a row) are read by a download only, never by
+    # a list or a form.
     exclude = ("content",)
 
     def get_queryset(self, request):
@@ -293,10 +298,13 @@ class RawUploadAdmin(ReadOnlyAdmin):
                    if raw.metadata.get("archive") == "pending" else "it was larger than the archive limit when it came")
             messages.error(request, f"Raw upload {raw.pk} keeps no bytes yet: {why}.")
             return HttpResponseRedirect(reverse("admin:ingestion_rawupload_changelist"))
+        # Every download is logged (flow.md#raw-archive): with redaction off, the archive holds secrets in clear.
         audit.info("raw upload %s (%s, %s bytes, %s) downloaded by %r", raw.pk, raw.name[:200], raw.size,
                    "redacted" if raw.redacted else "original bytes", request.user.get_username())
+        # A quote in the name would end the header's filename early.
         name = (raw.name.rsplit("/", 1)[-1] or f"upload-{raw.pk}").replace('"', "")
         response = HttpResponse(bytes(raw.content), content_type="application/octet-stream")
         response["Content-Disposition"] = f'attachment; filename="{name}"'
+        # The bytes are someone's session: a browser must not sniff them into a page it renders.
         response["X-Content-Type-Options"] = "nosniff"
         return response

@@ -143,6 +143,8 @@ class IngestApi(APIView):
         names = request.data.getlist("names") if hasattr(request.data, "getlist") else []
         if names and len(names) != len(uploads):
             raise ValidationError({"names": ["give one name per file, in the same order"]})
+        # The name is the session's identity: without ``names``, two uploads called run.jsonl are one session
+        # (flow.md#session-files).
         named = [(names[index] if names else upload.name, upload) for index, upload in enumerate(uploads)]
         return services.uploads_ingest(user=request.user, agent_name=request.data.get("agent"), uploads=named)
 
@@ -165,6 +167,7 @@ class IngestJobApi(APIView):
 class IngestTextApi(APIView):
     @extend_schema_serializer(component_name="IngestTextInput")
     class InputSerializer(serializers.Serializer):
+        # A backstop only: the service refuses text over ULTRON_INGEST_MAX_TEXT_CHARS with a 413 of its own.
         text = StrictCharField(max_length=10_000_000, trim_whitespace=False)
 
     @extend_schema_serializer(component_name="IngestTextMemory")

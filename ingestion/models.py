@@ -90,6 +90,7 @@ class SessionRecord(WorkItem):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        # One session per (agent, identity): a second upload under the same name updates that session.
         constraints = [models.UniqueConstraint(fields=["agent", "identity"], name="session_agent_identity")]
         indexes = [models.Index(fields=["segmentation", "next_attempt_at"], name="session_work")]
         permissions = [("upload_sessions", "Can upload session files"),
@@ -123,9 +124,12 @@ class TaskSegment(WorkItem):
 
     class Meta:
         ordering = ["session", "index"]
+        # One segment per fingerprint: a worker that outlived its lease cannot store a segment twice
+        # (services/work.py).
         constraints = [models.UniqueConstraint(fields=["session", "fingerprint"], name="segment_fingerprint")]
         indexes = [
             models.Index(fields=["scoring", "next_attempt_at"], name="segment_scoring"),
+            # Extraction only ever claims scored segments (pipeline.segments_extract): the index holds only those.
             models.Index(fields=["extraction", "next_attempt_at"], name="segment_extraction_ready",
                          condition=Q(scoring="done")),
         ]
@@ -144,6 +148,7 @@ class SegmentMemory(models.Model):
 
     class Meta:
         constraints = [
+            # One memory per extracted item: a crash or a lost lease never uploads an item twice.
             models.UniqueConstraint(fields=["segment", "item_index"], name="segment_item_once"),
         ]
 

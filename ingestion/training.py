@@ -101,6 +101,7 @@ def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     renamed: dict[str, str] = {}
     counter = iter(range(1, 1_000_000))
 
+    # Fresh ids only, so that no id the session gave leaves the hub; ``renamed`` pairs outputs with them.
     def new_id(original: Any) -> str:
         fresh = f"call_{next(counter)}"
         if original:
@@ -114,7 +115,10 @@ def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if message.get("tool_result") or role == "tool":
             outputs, other = _results(message)
             for original, output in outputs:
+                # An output without an id answers the oldest call still waiting, as in chains.steps_of.
                 call_id = renamed.get(original) if original else (unanswered[0] if unanswered else None)
+                # A tool message must follow its call's turn (or another output of it): a fine-tuning API refuses a
+                # record where it does not.
                 if call_id in unanswered and out and out[-1]["role"] in ("assistant", "tool"):
                     unanswered.remove(call_id)
                     out.append({"role": "tool", "tool_call_id": call_id, "content": output})

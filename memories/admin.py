@@ -96,6 +96,8 @@ class MemoryForm(forms.ModelForm):
         tags = [t.strip() for t in (data.get("tags_text") or "").split(",") if t.strip()]
         data["tags"] = tags
         try:
+            # Checked here only to put each error beside its field; save_model stores through memory_edit, which
+            # validates and redacts again.
             memory_input_clean(content=data.get("content", ""), context=data.get("context", ""),
                                resolution=data.get("resolution", ""), tags=tags)
         except MemoryInputError as exc:
@@ -130,6 +132,7 @@ class MemoryAdmin(HubAdmin):
     )
 
     def get_queryset(self, request):
+        # The vector and the full-text column are never shown: neither is read for the list or the page.
         return super().get_queryset(request).defer("embedding", "search_vector")
 
     def has_add_permission(self, request) -> bool:
@@ -202,6 +205,7 @@ class MemoryAdmin(HubAdmin):
         memory_delete(memory_id=obj.pk)
 
     def delete_queryset(self, request, queryset):
+        # One by one through memory_delete, never the admin's own bulk delete: each memory leaves its cluster.
         for pk in queryset.values_list("pk", flat=True):
             memory_delete(memory_id=pk)
 
@@ -221,6 +225,7 @@ class MemoryAdmin(HubAdmin):
                 'This memory is now close to <a class="hub-link" href="{}">another one</a> (similarity {}). '
                 '<a class="hub-link" href="{}">Review and merge them</a>.',
                 url, f"{match.similarity:.2f}", merge), messages.INFO)
+        # memory_edit wrote through its own query: the page shows what was stored, redacted.
         obj.refresh_from_db()
 
     @admin.display(description="status")

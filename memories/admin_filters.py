@@ -110,6 +110,7 @@ class ClusterFilter(WithoutCounts, admin.SimpleListFilter):
         value = self.value()
         if not value:
             return queryset
+        # Not a number: no cluster has it, and int() must not turn a bad query string into a 500.
         if not value.isdigit():
             return queryset.none()
         return queryset.filter(cluster_member__cluster_id=int(value))

@@ -35,6 +35,7 @@ def word_diff(before: str, after: str) -> SafeString:
     """Words removed from ``before`` in <del>, words added in ``after`` in <ins> (escaped)."""
     old, new = before.split(), after.split()
     parts: list[str] = []
+    # autojunk off: on texts of 200 words or more difflib would skip frequent words and mark them changed.
     for op, a1, a2, b1, b2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
         if op == "equal":
             parts.append(escape(" ".join(old[a1:a2])))
@@ -122,6 +123,7 @@ def split_action(admin: Any, request: HtmxHttpRequest, contribution_id: int) -> 
         new = contribution_split(contribution_id=contribution_id, editor=request.user.get_username())
     except MemoryInputError as exc:
         return _done(request, exc.message, messages.ERROR, entry=_pending_entry(memory))
+    # The split changed the memory (its hit count, merge_pending): read again before it is shown.
     memory.refresh_from_db()
     return _done(request, f"Split out as a memory of its own ({new.pk}).", entry=_pending_entry(memory))
 

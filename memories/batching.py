@@ -38,16 +38,19 @@ class BatchingEncoder:
         request = _Request(pieces)
         with self._cond:
             self._pending.append(request)
+            # While another caller runs the model, wait: it may take these texts into its next batch.
             while self._busy and not request.done:
                 self._cond.wait()
             if request.done:
                 return self._result(request)
             self._busy = True
         try:
+            # This caller runs batches until its own texts are done; then a waiting caller takes over (notify_all).
             while not request.done:
                 with self._cond:
                     batch: list[_Request] = []
                     count = 0
+                    # A request over max_pieces still runs, alone; others join while the batch stays within it.
                     while self._pending and (not batch or count + len(self._pending[0].pieces) <= self._max_pieces):
                         taken = self._pending.pop(0)
                         batch.append(taken)

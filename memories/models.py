@@ -105,6 +105,7 @@ class Memory(models.Model):
                 condition=Q(status="active"),
             ),
             *[_type_index(t) for t in MemoryType.values],
+            # The exact-duplicate check reads active memories by hash (selectors.duplicates).
             models.Index(fields=["content_hash"], name="memory_hash_active", condition=Q(status="active")),
             # No pending list on the GIN indexes (migration 0009): every search would read it whole.
             GinIndex(fields=["tags"], name="memory_tags_gin", fastupdate=False),
@@ -150,6 +151,7 @@ class MemoryContribution(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        # A merge reads a memory's unmerged contributions (merged_at null).
         indexes = [models.Index(fields=["memory", "merged_at"], name="contribution_pending")]
 
     def __str__(self) -> str:
@@ -181,6 +183,7 @@ class MergeCandidate(models.Model):
     class Meta:
         ordering = ["-similarity", "pk"]
         constraints = [
+            # One row per ordered pair; the reversed pair is looked up by services.candidates.merge_candidate_for_pair.
             models.UniqueConstraint(fields=["memory", "duplicate_of"], name="merge_candidate_pair"),
             models.CheckConstraint(condition=~Q(memory=models.F("duplicate_of")), name="merge_candidate_two"),
             models.CheckConstraint(condition=Q(status__in=CandidateStatus.values), name="merge_candidate_status"),
@@ -273,6 +276,7 @@ class MemoryRank(models.Model):
     sets ``ultron.ranks_written`` for its transaction so the row trigger stands aside."""
 
     memory = models.OneToOneField(
+        # No foreign-key constraint: the memories table's triggers keep this table, deletes included (migration 0010).
         Memory, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     hit_count = models.IntegerField()

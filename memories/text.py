@@ -20,6 +20,7 @@ def normalise_space(text: str) -> str:
 
 def content_hash(content: str, context: str, resolution: str) -> str:
     """Hash of the normalised body: the exact-duplicate fast path (case and spacing ignored)."""
+    # Joined with a unit separator: the same words split differently between the fields hash differently.
     body = "\x1f".join(normalise_space(part).casefold() for part in (content, context, resolution))
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
@@ -52,6 +53,7 @@ def first_sentence(text: str, *, min_words: int = 3) -> str:
     for part in _SENTENCE_END_RE.split(text):
         if part.strip():
             taken.append(part.strip())
+            # Chinese has no spaces to count words by: a CJK sentence stands on its own.
             if len(" ".join(taken).split()) >= min_words or any(0x3400 <= ord(c) <= 0x9FFF for c in part):
                 break
     return " ".join(taken) if taken else text

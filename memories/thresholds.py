@@ -73,6 +73,8 @@ def model_thresholds(model: str | None = None) -> ModelThresholds:
         cluster_merge=row.cluster_merge if cluster_merge is None else cluster_merge,
         calibration=row.calibration,
     )
+    # Soft above duplicate would end duplicate_decide's search (below soft: stop) before pairs the
+    # duplicate threshold should merge.
     if chosen.soft > chosen.duplicate:
         raise ImproperlyConfigured(
             f"The duplicate soft threshold ({chosen.soft}) must not exceed the duplicate threshold "

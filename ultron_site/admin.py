@@ -11,6 +11,7 @@ from unfold.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationFo
 from core.admin_tools import HubAdmin, ReadOnlyAdmin
 from ultron_site.models import StepRun
 
+# Registered again below with the theme's forms and the hub's lookup rules (HubAdmin).
 admin.site.unregister(User)
 admin.site.unregister(Group)
 

@@ -42,6 +42,7 @@ class HealthSerializer(serializers.Serializer):
 class HealthApi(APIView):
     """Liveness and readiness: the database (with pgvector) and the embedding model."""
 
+    # Open to anyone and never throttled: a load balancer or a monitor polls it without a token.
     authentication_classes: list = []
     permission_classes = [AllowAny]
     throttle_classes: list = []

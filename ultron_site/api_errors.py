@@ -76,6 +76,7 @@ def _first_message(detail: Any, path: str = "") -> tuple[str, str]:
     if isinstance(detail, dict):
         for key, value in detail.items():
             sub = f"{path}.{key}" if path else str(key)
+            # non_field_errors names no field: the message is about the object at ``path`` itself.
             if key == "non_field_errors":
                 sub = path
             return _first_message(value, sub)
@@ -88,6 +89,8 @@ def _first_message(detail: Any, path: str = "") -> tuple[str, str]:
 
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
+    # Django's own body limit (DATA_UPLOAD_MAX_MEMORY_SIZE) is no DRF exception: answered here, in the
+    # API's shape, as the 413 it is.
     if isinstance(exc, RequestDataTooBig):
         return Response(
             {"error": "too_large", "message": "The request body is too large."},

@@ -61,6 +61,7 @@ def bundled_bin_dir() -> Path:
 def libpq_environment() -> dict[str, str]:
     """The process environment plus the ``PG*`` variables for Django's own connection."""
     params = connection.get_connection_params()
+    # The caller's own PG* variables go: the tools must reach Django's database, not the one a shell names.
     env = {key: value for key, value in os.environ.items() if not key.startswith("PG")}
     for keyword, value in params.items():
         name = _LIBPQ_ENV.get(keyword)
@@ -104,6 +105,7 @@ def find_tool(name: str, *, server: int, embedded: bool) -> Tool:
     client to install."""
     bundled = bundled_bin_dir() / name
     bundled_version = _tool_version(bundled)
+    # The embedded server and its tools come from one installation: their versions always agree.
     if embedded:
         if bundled_version is None:
             raise BackupError(f"the embedded server's {name} ({bundled}) does not run")
@@ -159,10 +161,12 @@ def database_backup(*, path: Path) -> BackupResult:
     try:
         # The archive holds everything, token hashes included: readable by its owner only.
         os.close(os.open(partial, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600))
+        # chmod as well: a .partial left by an earlier run keeps its old mode through os.open.
         partial.chmod(0o600)
         result = _run(tool, ["--format=custom", f"--file={partial}"])
         if result.returncode != 0:
             raise BackupError(f"pg_dump failed (exit {result.returncode}): {result.stderr.strip()}")
+        # Flushed before the rename, the directory after it: a crash leaves no backup or a whole one.
         _fsync(partial)
         os.replace(partial, path)
         _fsync(path.parent)
@@ -258,6 +262,8 @@ def database_restore(*, path: Path, force: bool = False) -> RestoreResult:
     toc = _table_of_contents(tool, path)
     dropped = sorted(set(connection.introspection.django_table_names(only_existing=True)) - _dumped_tables(toc))
     with connection.cursor() as cursor:
+        # An extension the archive needs is created here if missing; the archive's own extension entries
+        # are left out of the restore (_without_extensions).
         for name in _extensions(toc):
             cursor.execute(f"CREATE EXTENSION IF NOT EXISTS {connection.ops.quote_name(name)}")
     prelude = (["-c", "DROP TABLE IF EXISTS " + ", ".join(connection.ops.quote_name(t) for t in dropped)
@@ -268,8 +274,10 @@ def database_restore(*, path: Path, force: bool = False) -> RestoreResult:
         listing.write("\n".join(_without_extensions(toc)) + "\n")
         listing.flush()
         _pipe_restore(
+            # --no-owner, --no-privileges: the roles of the server that made the dump need not exist here.
             [str(tool.path), "--clean", "--if-exists", "--no-owner", "--no-privileges", f"--use-list={listing.name}",
              "--file=-", str(path)],
+            # -X: no ~/.psqlrc changes how the script runs; ON_ERROR_STOP with one transaction: all or nothing.
             [str(psql.path), "-w", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", *prelude, "-f", "-"],
         )
     return RestoreResult(time.monotonic() - started, tool, holdings, dropped)

@@ -56,6 +56,7 @@ def memory_charts() -> dict[str, Any]:
                                            "borderColor": "#7c3aed", "backgroundColor": "#7c3aed"}]}
     colours = {"hot": "#dc2626", "warm": "#f59e0b", "cold": "#3b82f6"}
     mix = {"labels": labels, "datasets": [
+        # A day without a snapshot (no rebalance ran) is a gap, not a zero: the line spans it (spanGaps).
         {"label": tier.upper(), "data": [getattr(snapshots[d], tier) if d in snapshots else None for d in days],
          "borderColor": colours[tier], "backgroundColor": colours[tier], "spanGaps": True}
         for tier in ("hot", "warm", "cold")

@@ -158,6 +158,7 @@ def _server(pgdata: Path):
     key = pgdata.resolve()
     if key in PostgresServer._instances and not is_running(key.parent):
         del PostgresServer._instances[key]
+    # cleanup_mode=None: the server outlives this process, for the web server, the worker and commands.
     return pgserver.get_server(pgdata, cleanup_mode=None)
 
 
@@ -169,6 +170,7 @@ def stop(data_dir: Path) -> None:
 
     if not is_running(data_dir):
         return
+    # PostgreSQL refuses to run as root: pg_ctl then runs as pgserver's own user.
     user = "pgserver" if _running_as_root() else None
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata_path(data_dir), user=user)

@@ -98,10 +98,13 @@ def declare(
         deprecated_names=tuple(deprecated_names), doc_default=doc_default,
     )
     known = REGISTRY.get(name)
+    # One declaration per variable: two readers disagreeing on a default would make the generated
+    # reference describe only one of them.
     if known is not None and known != var:
         raise ValueError(f"{name} is declared twice, differently: {known} / {var}")
     for old in var.deprecated_names:
         for other in REGISTRY.values():
+            # An old name stands for one variable only: read for two, it would set both.
             if other.name != name and (old == other.name or old in other.deprecated_names):
                 raise ValueError(f"{old} is already used by {other.name}")
     REGISTRY[name] = var
@@ -137,6 +140,7 @@ def _read(var: EnvVar, parse: Callable[[str, str], Any]) -> tuple[str, Any] | No
             continue
         old_value = parse(old, old_raw)
         message = f"{old} is deprecated: use {var.name} instead (see docs/settings.md)."
+        # stacklevel 4 (_read, _value, env_*): the warning names the settings.py line that reads the variable.
         warnings.warn(message, DeprecationWarning, stacklevel=4)
         logger.warning(message)
         if found is None:
@@ -174,12 +178,14 @@ def _parse_float(name: str, value: str) -> float:
         result = float(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={value!r} is not a number.") from None
+    # NaN is the one value unequal to itself; neither it nor an infinity is a usable setting.
     if result != result or result in (float("inf"), float("-inf")):
         raise ImproperlyConfigured(f"{name}={value!r} is not a finite number.")
     return result
 
 
 def _parse_choice(name: str, value: str) -> str:
+    # Choices compare lower-cased: ULTRON_LLM_PROVIDER=DashScope means dashscope.
     return value.lower()
 
 
@@ -236,6 +242,7 @@ def _spec(name: str, kind: str, default: Any, help: str | None, group: str | Non
             getattr(var, key) == (tuple(value) if key in ("choices", "deprecated_names") else value)
             for key, value in details.items()
         )
+        # A second reader must read the variable exactly as declared, or the reference would describe another.
         if not same:
             raise ValueError(f"{name} is read as {kind} {default!r} {details}, declared as {var}")
         return var
@@ -248,6 +255,7 @@ def env_str(
     name: str, default: str = "", *, help: str | None = None, group: str | None = None,
     deprecated_names: Iterable[str] = (), doc_default: str | None = None,
 ) -> str:
+    # A computed default is not the declared one: the reference shows ``doc_default`` for it instead.
     var = _spec(name, "str", "" if doc_default is not None else default, help, group,
                 deprecated_names=deprecated_names, doc_default=doc_default)
     return _value(var, default)

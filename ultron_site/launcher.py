@@ -60,6 +60,9 @@ def run() -> int:
     workers = env_get("ULTRON_WEB_WORKERS")
     with EmbeddedDatabase(serve=True):
         try:
+            # Each step must pass before anything is served: check_embedding_space refuses to serve on a model
+            # mismatch (flow.md#embedding-space), and setup_pipeline re-registers the schedule, so a new interval
+            # takes effect at this start (flow.md#the-scheduled-pipeline).
             _manage("migrate", "--noinput", "-v", "0")
             _manage("ensure_admin")
             _manage("check_embedding_space")

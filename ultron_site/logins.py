@@ -33,6 +33,7 @@ def client_ip(request: HttpRequest) -> str | None:
     if not proxies:
         return peer
     hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    # Fewer hops than trusted proxies: the header was not written by them all, so it is not believed.
     if len(hops) < proxies:
         return peer
     candidate = hops[-proxies]
@@ -68,6 +69,7 @@ class OneLoginBackend(ModelBackend):
         from ultron_site.models import FirstPassword
 
         first = FirstPassword.objects.filter(user_id=user.pk).only("password_hash", "used_at").first()
+        # Only while the password is still the one-time one: a password the user chose works as usual.
         if first is not None and first.password_hash == user.password and first.used_at is not None:
             logger.warning("login refused: the one-time password of %r was already used", user.get_username())
             return None

@@ -17,6 +17,7 @@ class FirstPasswordMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = getattr(request, "user", None)
+        # Only the admin site: agents call the API with tokens and have no usable password (flow.md#records).
         if user is not None and user.is_authenticated and request.path.startswith("/admin/"):
             allowed = (reverse("admin:password_change"), reverse("admin:password_change_done"), reverse("admin:logout"))
             if request.path not in allowed:

@@ -17,6 +17,7 @@ class StepRun(models.Model):
 
     class Meta:
         ordering = ["-started_at", "-pk"]
+        # The dashboard reads each step's latest run (pipeline.step_runs_last).
         indexes = [models.Index(fields=["step", "-started_at"], name="steprun_step_time")]
         permissions = [("run_pipeline", "Can run the pipeline now")]
 
@@ -43,6 +44,7 @@ class RateWindow(models.Model):
     database (one row per token, updated in place) so every web process on every host counts
     against the same limit."""
 
+    # Unique: the throttle's upsert (ON CONFLICT (key)) needs it.
     key = models.CharField(max_length=64, unique=True)
     window = models.BigIntegerField()  # the window's number: epoch seconds // window length
     count = models.IntegerField()

@@ -34,6 +34,7 @@ def _one_time_password(user) -> str:
     validate_password(password, user)
     user.set_password(password)
     user.save(update_fields=["password"])
+    # used_at cleared: the new one-time password opens exactly one session again.
     FirstPassword.objects.update_or_create(user=user, defaults={"password_hash": user.password, "used_at": None})
     return password
 

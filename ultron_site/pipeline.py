@@ -22,6 +22,8 @@ SCHEDULE_NAME = "ultron-pipeline"
 
 # (step name, dotted path of a function taking no arguments and returning a dict of counts)
 STEPS: list[tuple[str, str]] = [
+    # Segmentation, scoring, extraction: each works on what the one before produced, so one run carries
+    # a new session through to its memories.
     ("segmentation", "ingestion.tasks.segmentation_step"),
     ("scoring", "ingestion.tasks.scoring_step"),
     ("extraction", "ingestion.tasks.extraction_step"),
@@ -60,6 +62,7 @@ def run_step(name: str) -> dict[str, Any]:
         record.error = f"{type(exc).__name__}: {exc}"[:2000]
         record.finished_at = timezone.now()
         record.save(update_fields=["error", "finished_at"])
+        # Recorded, then raised: run_pipeline logs it and goes on with the next step; --step fails the command.
         raise
     record.ok = True
     record.result = result if isinstance(result, dict) else {"result": str(result)}
@@ -90,6 +93,7 @@ def schedule_register() -> None:
     """Create or update the pipeline's schedule (idempotent, by name)."""
     from django_q.models import Schedule
 
+    # django-q2 schedules in whole minutes: the interval is rounded, and never below one (flow.md).
     minutes = max(1, int(round(settings.ULTRON_PIPELINE_INTERVAL_HOURS * 60)))
     Schedule.objects.update_or_create(
         name=SCHEDULE_NAME,
@@ -113,6 +117,7 @@ def step_runs_last() -> dict[str, Any]:
     """Each step's latest run (``StepRun``), by step name; a step never run is absent."""
     from ultron_site.models import StepRun
 
+    # DISTINCT ON (PostgreSQL): the latest run of every step in one query.
     runs = StepRun.objects.filter(step__in=step_names()).order_by("step", "-started_at").distinct("step")
     return {run.step: run for run in runs}
 

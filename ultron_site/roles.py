@@ -40,6 +40,7 @@ ADMIN_PERMISSIONS: list[tuple[str, str, str]] = [
     ("memories", "embeddingspace", "view_embeddingspace"),
     ("ingestion", "sessionrecord", "upload_sessions"),
     ("ingestion", "sessionrecord", "retry_work"),
+    # Raw archives are for admins only: with ULTRON_RAW_ARCHIVE_REDACT off they hold secrets in clear.
     ("ingestion", "rawupload", "view_rawupload"),
     ("ingestion", "rawupload", "download_rawupload"),
     ("agents", "agent", "view_agent"),

@@ -132,6 +132,8 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL could not be parsed: {exc}") from None
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with the pgvector extension).")
+# Connections are reused for a minute: each is checked before reuse, so after a database restart a
+# request gets a fresh connection instead of an error.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -206,6 +208,7 @@ SECURE_SSL_REDIRECT = env_bool(
     "ULTRON_SSL_REDIRECT", ULTRON_HTTPS, doc_default="ULTRON_HTTPS", group="access",
     help="Redirect http requests to https (GET /api/health is exempt, for load balancers).",
 )
+# The health check also answers over plain HTTP: a load balancer may probe it behind the TLS proxy.
 SECURE_REDIRECT_EXEMPT = [r"^api/health$"]
 SECURE_HSTS_SECONDS = env_int(
     "ULTRON_HSTS_SECONDS", 31536000 if ULTRON_HTTPS else 0, minimum=0,
@@ -279,6 +282,8 @@ ULTRON_API_RATE = env_str(
          "it, counted in the database so all web processes share it); 0: no limit.",
 )
 try:
+    # Checked at start-up with the throttle's own rule (ultron_site/rates.py): a bad rate stops the hub,
+    # rather than failing every request.
     parse_rate(ULTRON_API_RATE)
 except ValueError as exc:
     raise ImproperlyConfigured(f"ULTRON_API_RATE: {exc}") from None
@@ -309,6 +314,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": ["agents.auth.AgentTokenAuthentication"],
 }
 
+# Per process: nothing shared lives here (the API rate limit counts in PostgreSQL, ultron_site/throttle.py).
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- LLM ----------------------------------------------------------------------------------

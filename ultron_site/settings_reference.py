@@ -35,6 +35,7 @@ def collect() -> dict[str, env.EnvVar]:
         saved = dict(os.environ)
         os.environ.clear()
         os.environ.update({key: saved[key] for key in _SYSTEM if key in saved})
+        # The settings refuse to load without a secret key and a DATABASE_URL: placeholders, never connected to.
         os.environ["DJANGO_SECRET_KEY"] = "settings-reference"
         os.environ["DATABASE_URL"] = "postgres://reference@localhost/reference"
         try:
@@ -51,6 +52,7 @@ def _number(value: float) -> str:
 
 def default_text(var: env.EnvVar) -> str:
     """The default as it would be written in the environment ('' = empty)."""
+    # A computed default is written empty: an empty value means "the default" (env.py), computed then.
     if var.doc_default is not None:
         return ""
     if var.kind == "bool":
@@ -91,6 +93,7 @@ def _groups(registry: dict[str, env.EnvVar]) -> list[tuple[str, list[env.EnvVar]
 
 
 def _cell(text: str) -> str:
+    # A "|" inside a cell would end it early in a Markdown table.
     return text.replace("|", "\\|")
 
 
@@ -176,6 +179,7 @@ def render_env_example(registry: dict[str, env.EnvVar]) -> str:
     ]
     for group, variables in _groups(registry):
         title, about = env.GROUPS[group]
+        # Tuning knobs are written commented out: rarely touched, their defaults suit most hubs (env.GROUPS).
         tuning = group == "tuning"
         lines += ["", f"# --- {title} " + "-" * max(3, 88 - len(title))]
         lines += _comment(about + (" Commented out: uncomment to change." if tuning else ""))

@@ -57,6 +57,7 @@ def prepare(*, serve: bool = False) -> Prepared:
     if embedded:
         from ultron_site import embedded_db
 
+        # Whether this call starts the server decides whether the launcher stops it at the end.
         started = not embedded_db.is_running(directory)
         url = embedded_db.ensure_running(directory)
         os.environ["DATABASE_URL"] = url

@@ -54,4 +54,5 @@ class TokenRateThrottle(BaseThrottle):
         return False
 
     def wait(self) -> float | None:
+        # Retry-After in whole seconds and never 0: a client told 0 would come straight back.
         return None if self.wait_seconds is None else max(1, math.ceil(self.wait_seconds))

@@ -39,6 +39,7 @@ def walk_includes(path: Path) -> bool:
     try:
         with path.open("rb") as handle:
             return looks_like_session(handle.read(_SNIFF_BYTES))
+    # An unreadable file is left out of the walk instead of failing the whole request.
     except OSError:
         return False
 

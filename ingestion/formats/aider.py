@@ -124,6 +124,8 @@ def parse(text: str) -> Collector:
                     reply.calls.append(call)
                     reply.tool_names.append(name)
                     ids.append(call["id"])
+                # Aider adds a /test's output to the chat only when the tests fail (flow.md#formats): that line means
+                # a failure.
                 failed = failed or bool(_ERROR_LINE.match(line)) or (testing and bool(_ADDED_OUTPUT.match(line)))
             code = exit_code(body)
             failed = failed or (code is not None and code != 0)

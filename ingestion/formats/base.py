@@ -155,6 +155,7 @@ def command_text(command: Any) -> str:
     if isinstance(command, str):
         return command
     if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        # Codex runs commands as ["bash", "-lc", "…"]: the command inside is what the chains compare.
         if len(command) == 3 and command[1] in ("-lc", "-c") and command[0].rsplit("/", 1)[-1] in (
                 "bash", "sh", "zsh"):
             return command[2]

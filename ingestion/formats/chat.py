@@ -94,6 +94,8 @@ def normalise_row(row: Any, line: int) -> tuple[Message | None, str | None]:
     if not isinstance(row, dict):
         return None, "not an object"
     if "message" in row and isinstance(row.get("type"), str):  # Claude Code envelope
+        # Only user and assistant envelopes carry the conversation; the other row types are Claude Code's own
+        # records (progress, file snapshots, queue operations, summaries), skipped (flow.md#formats).
         if row["type"] in ENVELOPE_SKIP or row["type"] not in ("user", "assistant"):
             return None, None
         inner = row["message"]

@@ -110,6 +110,8 @@ def _item(item: dict[str, Any], line: int) -> Message | None:
             elif isinstance(block, dict) and block.get("type") == "input_image":
                 parts.append("[image]")
         text = "\n".join(parts)
+        # The harness's injected turns (environment context, AGENTS.md) are not the user speaking: read as
+        # goal turns, they would split and label segments.
         if role == "user" and text.lstrip().startswith(_INJECTED):
             return None
         return build(role, line, [text])
@@ -121,6 +123,8 @@ def _item(item: dict[str, Any], line: int) -> Message | None:
     if kind in ("function_call_output", "custom_tool_call_output"):
         text, failed = _output(item.get("output"))
         ids = [item["call_id"]] if isinstance(item.get("call_id"), str) else []
+        # An empty output still answers its call: without it, the call would look unanswered to the chains
+        # and to the training export.
         return build("tool", line, [result_text(text or "(no output)", failed)], is_tool_result=True,
                      is_error=failed, call_ids=ids)
     return None  # ghost snapshots, compaction markers, item types to come

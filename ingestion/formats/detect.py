@@ -29,6 +29,7 @@ _SNIFF_MARKERS = (b'"role"', b'"sessionId"', b'"trajectory"', b'"observation"', 
 
 
 def _row_format(row: Any) -> str:
+    # The specific formats are asked first; chat's {role, content} is the loosest shape, asked last.
     if codex.claims(row):
         return "codex"
     if openhands.claims(row):
@@ -72,6 +73,7 @@ def _rows(data: bytes) -> tuple[list[tuple[int, Any]], Counter]:
             malformed["binary data"] += 1
             continue
         try:
+            # RecursionError too: a line nested too deeply to decode (hostile input) is bad JSON like any other.
             rows.append((number, json.loads(text)))
         except (ValueError, RecursionError):
             malformed["bad JSON"] += 1
@@ -154,6 +156,7 @@ def parse_session(data: bytes, name: str = "") -> ParsedSession:
     lines = len(data.splitlines())
     if not data.strip():
         return ParsedSession([], lines, Counter(), 0, "", "empty file")
+    # A UTF-8 byte-order mark would hide the opening bracket from the test below.
     body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     if body.lstrip()[:1] in (b"[", b"{"):
         doc = _one_document(body)

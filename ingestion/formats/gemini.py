@@ -215,6 +215,7 @@ def parse(rows: list[tuple[int, Any]]) -> Collector:
                 del records[gone]
             out.skipped += 1
         elif isinstance(row.get("id"), str) and row.get("type") in _RECORD_TYPES:
+            # A re-written message keeps the place of its first write; the content of its last write wins.
             first = records.get(row["id"], (number, row))[0]
             records[row["id"]] = (first, row)
         else:

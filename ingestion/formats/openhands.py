@@ -65,6 +65,7 @@ def _code(value: Any) -> int | None:
     if isinstance(value, dict):
         metadata = value.get("metadata")
         for code in (value.get("exit_code"), metadata.get("exit_code") if isinstance(metadata, dict) else None):
+            # bool is an int in Python: a `true` flag is no exit code.
             if isinstance(code, int) and not isinstance(code, bool):
                 return code
     return None

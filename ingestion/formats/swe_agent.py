@@ -93,6 +93,7 @@ def _swe_agent(doc: dict[str, Any], out: Collector) -> None:
         action = stringify(step.get("action") or "")
         thought = stringify(step.get("thought") or "")
         call_id = f"swe-agent-{number}"
+        # A thought that only repeats the action is said once, as the call.
         parts = [thought if thought.strip() != action.strip() else ""]
         fields: dict[str, Any] = {}
         if action.strip():

@@ -72,6 +72,8 @@ class Step:
 
     @property
     def is_shell(self) -> bool:
+        # Formats name their shell tools many ways: an unlisted tool whose target reads as a command line
+        # (words with spaces, not a path) counts as a shell.
         return self.name.lower() in SHELL_TOOLS or (bool(self.target) and self.name.lower() not in EDIT_TOOLS
                                                    and " " in self.target and not self.target.startswith("/"))
 
@@ -128,6 +130,7 @@ def steps_of(messages: list[Message]) -> list[Step]:
                     by_id[str(call["id"])] = step
         elif message.is_tool_result:
             ids = [i for i in getattr(message, "call_ids", None) or [] if i in by_id]
+            # Without a known call id the result answers the oldest call still waiting (the docstring's "in order").
             answered = [by_id[i] for i in ids] or ([waiting[0]] if waiting else [])
             for step in answered:
                 if step.result is None:
@@ -152,6 +155,7 @@ def _specificity(line: str) -> int:
 
 def error_line(output: str) -> str:
     """The line of a failing result that says what went wrong."""
+    # Outputs kept as escaped JSON carry literal "\n": they are split into lines like real ones.
     lines = [line for line in output.replace("\\n", "\n").splitlines() if not _NOISE_LINE.match(line)]
     cleaned = [re.sub(r"^\s*\[tool result(?: ERROR)?\]\s*(?:Exit code \d+\s*)?", "", line).strip() for line in lines]
     cleaned = [re.sub(r"^E {2,}", "", line) for line in cleaned]  # pytest marks the failure's own lines "E   "
@@ -159,6 +163,8 @@ def error_line(output: str) -> str:
     candidates = [line for line in cleaned if ERROR_RE.search(line) or _SPECIFIC_ERROR.search(line)
                   or _GENERIC_ERROR.search(line) or _DIAGNOSTIC.match(line)][:12]
     if candidates:
+        # The line that names the problem wins (flow.md#offline-extraction): error codes and classes and
+        # path:line: diagnostics first, counts ("3 failed") and headers ("Errors:") last.
         best = max(candidates, key=lambda line: _specificity(line) + (4 if ERROR_RE.search(line) else 0)
                    + (2 if _SPECIFIC_ERROR.search(line) else 0) + (2 if _DIAGNOSTIC.match(line) else 0)
                    - (12 if _SUMMARY_LINE.search(line) else 0) - (6 if line.endswith(":") else 0))  # a header
@@ -194,11 +200,13 @@ def _explanation(messages: list[Message], start: int, end: int, error: str = "")
         for order, text in enumerate(group):
             for sentence in re.split(r"(?<=[.!?。])\s+|\n+", text):
                 sentence = sentence.strip(" -*:")
+                # Planning ("Let me check …") says what the agent will do next, not why the command failed.
                 if len(sentence.split()) < 5 or _PLANNING.match(sentence) or sentence.startswith("[tool "):
                     continue
                 cues = len(_CAUSAL.findall(sentence)) + len(EXPLAIN_RE.findall(sentence))
                 shared = len(error_words & _words(sentence))
                 score = cues * 10 + weight * 3 - min(order, 5) + (2 if "`" in sentence else 0) + 4 * min(shared, 3)
+                # A sentence with no causal cue is no explanation, however early or close to the error it is.
                 if cues and score > best_score:
                     best, best_score = sentence, score
     return truncate_tokens(normalise_space(best), 60) if best else ""
@@ -235,6 +243,7 @@ def edit_gist(call_text: str) -> str:
     old = _string_field(call_text, "old_string") or _string_field(call_text, "old_str")
     before = {line.strip() for line in old.splitlines()}
     added = [line.strip() for line in new.splitlines()]
+    # A comment the edit added is not what the fix changed; the fix is in the code or setting lines.
     added = [line for line in added if len(line) >= 8 and line not in before
              and not line.startswith(("#", "//", "/*", "*", "--", "\"\"\""))]
     if not added:
@@ -255,17 +264,23 @@ def _fixes(messages: list[Message], steps: list[Step], failed: Step, passed: Ste
             if label not in fixes:
                 fixes.append(label)
         elif step.is_shell and step.target:
+            # A version check (`node --version`) is what the agent saw, not what it changed: it goes to the
+            # context (flow.md: "the versions checked in between"), never to the fix.
             if VERSION_RE.search(strip_shell(step.target)) and step.output:
                 seen = _VERSION_OUT.search(step.output)
                 if seen:
                     checks.append(f"{short_command(step.target, 40)} → {seen.group(0)}")
                 continue
             key = command_key(step.target)
+            # Only commands that changed something are a fix: looking, verifying and re-running the failing
+            # command itself are not.
             if is_look(step.target) or is_verify(step.target) or key == command_key(failed.target):
                 continue
             label = f"ran `{short_command(step.target)}`"
             if label not in fixes:
                 fixes.append(label)
+    # The passing run may carry the fix in its own line: the steps before the re-run (`go mod tidy &&
+    # go build`) and the flags or arguments it changed.
     rerun = runs_again(passed.target, failed.target)
     if rerun is not None:
         part, before = rerun
@@ -307,12 +322,16 @@ def chains_find(messages: list[Message], notes: list[str] | None = None) -> list
     chains: list[Chain] = []
     used: set[int] = set()
     for position, step in enumerate(steps):
+        # A chain needs a command that can be run again to show the fix worked; a failed run already seen
+        # as a repeat of an earlier failure (``used``) is part of that earlier chain.
         if not step.failed or not step.is_shell or step.call in used:
             continue
         if REJECTED_RE.search(step.output) or not_done(step):
             continue
         key = command_key(step.target)
         error = error_line(step.output)
+        # Without a command to compare later runs with, or an error line to name, there is no memory to
+        # write: its content is the command and its error line.
         if not key or not error:
             continue
         said = f"`{short_command(step.target, 60)}` (message {step.call})"
@@ -350,6 +369,7 @@ def undoes(request: str, chains: list[Chain]) -> bool:
     back the work of these chains: it names nothing in particular ("revert that", ``git stash``),
     or it names a thing one of their fixes changed. "Revert the default_server bit, it wasn't asked
     for" takes back an extra, not the fix."""
+    # A flag (`git reset --hard`) says how to undo, not what: an undo naming only flags takes back all.
     named = {thing for thing in named_things(request) if not thing.startswith("-")}
     if not named or not chains:
         return True

@@ -68,6 +68,7 @@ def command_parts(command: str) -> list[str]:
     # A here-document's body is data, not steps: ``tee f <<'EOF'`` … ``EOF`` keeps only its first line.
     command = _HEREDOC.sub(r"\1", command)
     parts = [_clean_part(p) for p in _split_unquoted(command) if p.strip()]
+    # Where a step runs is not what it does: `cd app && npm test` and `npm test` are one command.
     return [p for p in parts if p and not re.match(r"^cd\s", p)]
 
 
@@ -104,9 +105,11 @@ def part_key(part: str) -> str:
     if not tokens:
         return ""
     program = posixpath.basename(tokens[0])
+    # `python -m pytest` and `uv run pytest` run pytest: a re-run that switches launcher is the same command.
     if program in ("python", "python3", "uv", "poetry", "pipenv") and len(tokens) > 2 and tokens[1] in ("-m", "run"):
         tokens = tokens[2:]
         program = posixpath.basename(tokens[0])
+    # A script is the program (`python manage.py migrate` → `manage.py migrate`), so its sub-command counts.
     if program in ("python", "python3") and len(tokens) > 1 and tokens[1].endswith(".py"):
         program = posixpath.basename(tokens[1])
         tokens = tokens[1:]
@@ -157,6 +160,7 @@ def _is_look_part(part: str) -> bool:
     program = posixpath.basename(tokens[0])
     if program in _LOOK_PROGRAMS:
         return True
+    # Version flags are kept: `node --version` looks, it does not run node.
     rest = [t for t in tokens[1:] if not t.startswith("-") or t in ("--version", "-v", "-V")]
     return bool(rest) and rest[0] in _LOOK_SUBCOMMANDS or bool(VERSION_RE.search(" ".join(tokens[1:3])))
 

@@ -144,6 +144,8 @@ def _clauses(text: str) -> list[str]:
 def _says_it_works(sentence: str, *, or_approves: bool = False) -> bool:
     """A short sentence that says the thing works ("that did the trick"), or with ``or_approves``
     one that approves ("Works, thanks!", "Looks good."), and says nothing of it failing."""
+    # "no more errors" and "no longer fails" are removed first, or their "errors"/"fails" would read
+    # as the thing still failing.
     cleaned = _DONE_DESPITE.sub("", sentence)
     said = SUCCESS_SAID_RE.search(cleaned) or _WORKED_RE.match(cleaned) or (or_approves and CONFIRM_RE.match(cleaned))
     return len(sentence.split()) <= 30 and bool(said) and not NOT_DONE_RE.search(cleaned)
@@ -172,6 +174,7 @@ def confirms(text: str) -> bool:
     it says otherwise, or one of its first or last sentences says that the thing now works
     ("Deployed with pool_size=3. Ran the load test: no errors. Great, that fixed it.")."""
     head = _DONE_DESPITE.sub("", text[:200])
+    # Thanks followed early by "still", "but" or a failure ("thanks, but it still fails") confirm nothing.
     if CONFIRM_RE.match(text) and not NOT_DONE_RE.search(head[:80]):
         return True
     if reports_problem(text):
@@ -183,6 +186,8 @@ def confirms(text: str) -> bool:
 def confirms_success(text: str) -> bool:
     """A confirmation that says the thing works (not only thanks for an answer)."""
     sentences = _clauses(text[:2000])
+    # Thanks alone confirm only a how-to whose steps were listed or done; a fix or a chat answer needs the
+    # user to say it works (flow.md, "What counts as the user confirming").
     return confirms(text) and any(_says_it_works(s) for s in sentences[:2] + sentences[-2:])
 
 
@@ -196,6 +201,7 @@ def named_things(text: str) -> set[str]:
     for quoted, bare in _NAMED_THING.findall(text):
         thing = (quoted or bare).strip().lower().rstrip(".,:;")
         if len(thing) >= 4 and not re.fullmatch(r"[\d.]+|https?:.*", thing):
+            # `pool_size=5` and `pool_size` name the same setting: the value is dropped.
             found.add(thing.split("=", 1)[0])
     return found
 
@@ -210,6 +216,7 @@ CONFIG_RE = re.compile(r"\b(?:install|config|configure|docker|deploy|kubectl|hel
 
 
 def is_error(message: Message) -> bool:
+    # A call the user rejected or interrupted did not run its course: its result is no failure of the command.
     if REJECTED_RE.search(message.text):
         return False
     if message.is_error:

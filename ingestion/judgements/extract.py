@@ -75,8 +75,12 @@ def _errors_without_calls(messages: list[Message], tags: list[str], topic: str,
         error = error_line(message.text) or normalise_space(message.text.replace("[tool result ERROR]", ""))[:300]
         window = [m for m in messages[index + 1 : index + 16]
                   if m.role == "assistant" and not m.text.startswith(("[tool call", "[thinking]"))]
+        # The agent's explanation of the cause is preferred to a bare success report: it is what another agent
+        # can reuse (0.75 confidence against 0.6 below).
         chosen = next((m for m in window if EXPLAIN_RE.search(m.text)), None) or next(
             (m for m in window if SUCCESS_RE.search(m.text)), None)
+        # Each distinct error once (flow.md#offline-extraction): a repeat of a paired error gives no second
+        # memory and no note.
         if error in seen or chosen is None:
             if error not in seen:
                 note(notes, f"the error at message {index} ({truncate_tokens(error, 20)}) has no explanation or "
@@ -109,8 +113,11 @@ def extract_offline(messages: list[Message], *, topic: str, task_type: str,
     fixes and how-to steps, corrections, stated rules. Why a candidate was refused goes to
     ``notes``."""
     tags = ["trajectory", f"type:{task_type}"]
+    # Chains need calls to pair results with; a transcript that kept only the results falls back to
+    # pairing each error with what the agent said next.
     if steps_of(messages):
         chains = [chain for chain in chains_find(messages, notes) if not _taken_back(messages, chain, notes)]
+        # Fixes the user had undone are dropped before the cap, so they do not take a chain's place.
         chains = chains[:MAX_CHAINS]
         found = [Extracted(chain_content(chain), chain_context(chain), chain_resolution(chain),
                            0.75 if chain.explanation else 0.65, tags, MemoryType.ERROR) for chain in chains]
@@ -119,6 +126,8 @@ def extract_offline(messages: list[Message], *, topic: str, task_type: str,
     for lesson in lessons_find(messages, notes):
         found.append(Extracted(lesson.content, lesson.context or topic, lesson.resolution, lesson.confidence, tags,
                                lesson.memory_type))
+    # flow.md#offline-extraction: at most 12 items, of which at most 8 are chains, so the user's lessons
+    # (listed after the chains) keep at least four places.
     return found[: MAX_CHAINS + 4]
 
 
@@ -149,6 +158,8 @@ def extract_text_offline(text: str) -> list[Extracted]:
         else:
             loose.append(re.sub(r"^\s*(?:\d+[.)]|[-*•])\s*", "", line).strip())
     tags = ["text"]
+    # A fix alone is no memory: it needs a line saying what it fixes (flow.md: "at least one fix line and
+    # one other line").
     if fix and (problem or loose):
         heading = [line for line in loose if not line.endswith(":")][:2]
         content = "; ".join(heading + problem)
@@ -204,6 +215,7 @@ def extract(messages: list[Message] | None, *, text: str | None = None, topic: s
         if messages is not None:
             return extract_offline(messages, topic=topic, task_type=task_type, notes=notes)
         return extract_text_offline(text or "")
+    # The same budget as scoring's (cues.render): flow.md#extraction renders the segment as for scoring.
     budget = settings.ULTRON_LLM_MAX_INPUT_TOKENS - settings.ULTRON_LLM_PROMPT_RESERVE_TOKENS - 800
     if messages is not None:
         sources = [render(messages, budget)]
@@ -217,11 +229,13 @@ def extract(messages: list[Message] | None, *, text: str | None = None, topic: s
         if not replies:
             note(notes, "the LLM found nothing worth keeping")
         for item in replies:
+            # The topic header counts as source too: it is text the model was shown, taken from the session.
             if grounded(item, header + source):
                 found.append(item)
             else:
                 note(notes, f"the LLM's \"{truncate_tokens(item.content, 20)}\" is not in the session (ungrounded)")
     tags = ["trajectory", f"type:{task_type}"] if messages is not None else ["text"]
+    # Items below the bar are kept until here so that each one leaves a note saying why it was dropped.
     for item in found:
         item.tags = list(dict.fromkeys(tags + item.tags))
         if item.confidence < MIN_CONFIDENCE:
@@ -243,6 +257,7 @@ def text_extract(text: str) -> tuple[list[Extracted], str]:
         return extract_text_offline(text), "offline (LLM failed)"
 
 
+# Each CJK character is a word of its own: Chinese has no spaces to split words on.
 _WORD_RE = re.compile(r"[a-z0-9_][a-z0-9_.+-]{2,}|[\u3400-\u9fff]")
 GROUNDED_SHARE = 0.5
 

@@ -79,11 +79,14 @@ def _listed_steps(text: str) -> list[str]:
 def _acted_steps(messages: list[Message], start: int, end: int) -> list[str]:
     found: list[str] = []
     for step in steps_of(messages[start:end]):
+        # Only actions that ran and did not fail are steps that worked; a rejected call or the file tool's
+        # own mechanics changed nothing (module docstring).
         if step.failed or step.result is None or not step.target or not_done(step):
             continue
         if step.is_edit:
             gist = edit_gist(messages[start + step.call].text)
             label = f"edit {step.target.rstrip('/').rsplit('/', 1)[-1]}" + (f" (`{gist}`)" if gist else "")
+        # A look (ls, cat, git status) changed nothing: it is no step.
         elif step.is_shell and not is_look(step.target):
             label = f"run `{short_command(step.target, 100)}`"
         else:
@@ -164,6 +167,7 @@ def fix_find(messages: list[Message], problem: int, last_report: int, confirmati
     answer that fixed it and what the user did. A chat without tools has no error chain; this is
     its lesson."""
     said = messages[confirmation].text if said is None else said
+    # A fix needs the user to say it works; thanks alone confirm only a how-to (flow.md).
     if not confirms_success(said):
         note(notes, f"message {confirmation} thanks the agent but does not say the problem is fixed")
         return None
@@ -218,6 +222,8 @@ def _question_answers(messages: list[Message]) -> list[Lesson]:
         offered = {label.lower() for label in labels}
         for pair in _PAIR.finditer(match.group("pairs")):
             answer = pair.group("answer").strip()
+            # Picking an offered option, or a word or two ("yes"), is choosing, not steering: only an answer in
+            # the user's own words is a correction (docstring).
             if answer.lower() in offered or len(answer.split()) < 3:
                 continue
             question = truncate_tokens(normalise_space(pair.group("question")), 40)
@@ -233,6 +239,7 @@ def _after_rejection(messages: list[Message], index: int) -> bool:
     for message in reversed(messages[max(0, index - 3) : index]):
         if REJECTED_RE.search(message.text[:300]):
             return True
+        # The agent spoke or acted after the rejection: the user's turn answers that, not the rejection.
         if said_aloud(message) or message.text.startswith("[tool call"):
             return False
     return False
@@ -268,6 +275,8 @@ def lessons_find(messages: list[Message], notes: list[str] | None = None) -> lis
     for position, index in enumerate(turns):
         text = messages[index].text
         steered = position > 0 and _after_rejection(messages, index)
+        # "No, same error" or a pasted traceback opens like a correction but reports a failure
+        # (STILL_FAILING_RE); the first turn is the request, with nothing of the agent's to correct yet.
         if position > 0 and (CORRECTION_RE.search(text) or steered) and not ERROR_RE.search(text) \
                 and not STILL_FAILING_RE.search(text):
             statement = " ".join(_sentences(text)[:2])
@@ -278,6 +287,7 @@ def lessons_find(messages: list[Message], notes: list[str] | None = None) -> lis
         rules = [s for s in _sentences(text) if states_rule(s)] if len(text.split()) <= 150 else []
         if rules:
             found.extend(Lesson(MemoryType.PREFERENCE, truncate_tokens(rule, 60), "", "", 0.6) for rule in rules[:2])
+        # The first turn may state rules, but it cannot confirm: there is no earlier request in the segment.
         if position == 0:
             continue
         # A confirmation ("that fixed it"), or thanks that open a turn going on to something new
@@ -288,6 +298,8 @@ def lessons_find(messages: list[Message], notes: list[str] | None = None) -> lis
             continue
         rest = text[thanks.end():] if thanks else text
         task = turns[task_start:position]
+        # A turn that reports a problem, or asks anew after its thanks ("Thanks. Related: terraform plan now
+        # fails"), closes the task before it and opens the next one itself.
         task_start = position if reports_problem(text) or (thanks and _is_request(rest)) else position + 1
         requests = [t for t in task if _is_request(messages[t].text)]
         if not requests:
@@ -296,6 +308,8 @@ def lessons_find(messages: list[Message], notes: list[str] | None = None) -> lis
         problems = [t for t in requests if _reports_failure(messages[t].text)]
         if problems and chains_find(messages[problems[0] : index]):
             continue  # a repair: its error chain is that memory
+        # The first report says what the problem was; the fix is sought after the last one (flow.md: "counted
+        # from the user's last report of the problem"), as the user reporting again means earlier answers failed.
         lesson = (fix_find(messages, problems[0], problems[-1], index, notes, said=said) if problems
                   else howto_find(messages, requests[-1], index, notes, said=said))
         if lesson is not None:

@@ -82,14 +82,19 @@ def score_offline(messages: list[Message], notes: list[str] | None = None) -> Se
     steps = [s for s in steps_of(messages) if s.result is not None]
     errors = [i for i, m in enumerate(messages) if is_error(m)]
     errors_met = bool(errors)
+    # The penalty is for ending on a failing *command* (flow.md#scoring): a file tool's last result does
+    # not count.
     last_steps = [s for s in steps if s.is_shell][-3:]
     ends_failing = bool(last_steps) and last_steps[-1].failed
     errors_resolved = errors_met and not ends_failing and (bool(chains) or any(
         (m.is_tool_result and not is_error(m)) or (not m.is_tool_result and SUCCESS_RE.search(m.text))
         for m in messages[errors[-1] + 1 :]))
+    # What the agent said aloud: its last words decide whether it reports success (flow.md#scoring).
     assistant_text = [m.text for m in messages if m.role == "assistant" and not m.text.startswith(("[tool call",
                                                                                                  "[thinking]"))]
     user_turns = [m.text for m in messages if is_goal(m)]
+    # The first goal turn is the request itself: only a later turn can confirm it (a confirmation that
+    # follows no request is refused, lessons.py).
     confirmed = any(confirms(t) for t in user_turns[1:])
     completed = confirmed or bool(assistant_text and SUCCESS_RE.search(assistant_text[-1]) and not ends_failing)
     reusable = bool(chains or lessons) or any(EXPLAIN_RE.search(t) for t in assistant_text)
@@ -98,6 +103,7 @@ def score_offline(messages: list[Message], notes: list[str] | None = None) -> Se
         explained = any(c.explanation for c in chains)
         found.append((f"{len(chains)} error(s) met and fixed{', with the cause explained' if explained else ''}",
                       _EVIDENCE["explained" if explained else "chain"]))
+        # Further chains add little and at most two count: the score weighs evidence, not the segment's length.
         found.extend(("another error fixed", 0.3) for _ in chains[1:3])
     for kind, label in _LESSON_EVIDENCE.items():
         if any(lesson.memory_type == kind for lesson in lessons):
@@ -116,6 +122,8 @@ def score_offline(messages: list[Message], notes: list[str] | None = None) -> Se
     if rejected and rejected[-1] >= len(messages) * 0.75 and not completed:  # the work stopped there
         score *= 0.6
         reasons.append("the user interrupted or rejected the work")
+    # An undo that names only what no fix changed takes back an extra, not the lesson: it is noted and
+    # costs nothing (flow.md#scoring, "revert the default_server bit, it wasn't asked for").
     undone = [t for t in user_turns[1:] if USER_UNDO_RE.search(t)]
     undone += [s.target for s in steps if s.is_shell and _REVERT_RE.match(command_key(s.target))]
     if any(undoes(t, chains) for t in undone):
@@ -133,9 +141,12 @@ def _validate_metrics(data: Any) -> SegmentMetrics:
     if not isinstance(data, dict):
         raise InvalidReply("metrics reply is not an object")
     score = data.get("score")
+    # bool is an int in Python: without the first test a reply of `true` would pass as a score of 1.
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= float(score) <= 1:
         raise InvalidReply("score must be a number between 0 and 1")
     task_type = str(data.get("task_type", "")).strip().lower()
+    # Only the score and the flags make a reply invalid (flow.md#scoring): an unknown task type costs no
+    # attempt, it becomes "conversation".
     if task_type not in TASK_TYPES:
         task_type = "conversation"
     flags = {}
@@ -165,6 +176,8 @@ def score_segment(messages: list[Message], notes: list[str] | None = None) -> Se
     """LLM rubric when configured (raises LLMError on failure), else the offline scorer; what the
     offline scorer saw and refused goes to ``notes``."""
     llm = get_llm()
+    # No offline fallback once an LLM is configured: its failure reaches the pipeline, which retries the
+    # segment later (flow.md, "Without an LLM").
     if not llm.available:
         return score_offline(messages, notes)
     return llm.ask_json(system=SCORE_PROMPT, user=render(messages), validate=_validate_metrics,

@@ -66,6 +66,8 @@ def answers_agent(text: str, previous_reply: str) -> bool:
     return bool(previous_reply) and bool(named_things(text) & named_things(previous_reply))
 
 
+# User-role rows that state no goal: an interruption marker, slash-command and system-reminder rows,
+# background-job notices and the "session continued" summary (flow.md#segmentation).
 NOISE = re.compile(
     r"^\[Request interrupted|^<(?:command-|local-command|system-reminder|task-notification)"
     r"|^This session is being continued from a previous conversation",
@@ -203,6 +205,7 @@ def segment_offline(messages: list[Message]) -> list[Span]:
         return []
     goals = [i for i, m in enumerate(messages) if is_goal(m)]
     agent_cuts = agent_boundaries(messages)
+    # One goal turn or none: the user never turned to another goal; only the agent's own cuts may split it.
     if len(goals) <= 1:
         return _spans(messages, [0], agent_cuts)
     vectors = get_embedder().embed([truncate_tokens(messages[i].text, 200) for i in goals])
@@ -216,8 +219,11 @@ def segment_offline(messages: list[Message]) -> list[Span]:
         vector = vectors[position]
         reply = next((m.text for m in reversed(messages[goals[position - 1] : index]) if said_aloud(m)), "")
         boundary = False
+        # Cues first, the embedding last: "next task" starts a segment whatever its words' similarity, and a
+        # turn that confirms or answers the agent stays in the task however far its embedding lies.
         if NEW_GOAL_CUES.match(text):
             boundary = True
+        # Once the user has confirmed the task, naming what the agent named no longer ties a turn to it.
         elif confirms(text) or (not closed and answers_agent(text, reply)):
             boundary = False
         elif not FOLLOW_UP_CUES.match(text) and len(text.split()) >= 6:
@@ -255,6 +261,7 @@ def _line(index: int, message: Message) -> str:
 
 def _windows(messages: list[Message]) -> list[tuple[int, int]]:
     """Message ranges whose listing fits the model's input budget."""
+    # 500 tokens are left for the instructions (flow.md#segmentation).
     budget = settings.ULTRON_LLM_MAX_INPUT_TOKENS - settings.ULTRON_LLM_PROMPT_RESERVE_TOKENS - 500
     windows: list[tuple[int, int]] = []
     start, used = 0, 0
@@ -282,6 +289,7 @@ def validate_spans(data: Any, start: int, end: int) -> list[Span]:
         if not isinstance(item, dict):
             raise InvalidReply("segment is not an object")
         first, last = item.get("start"), item.get("end")
+        # bool is an int in Python: `true` is no message index.
         if not isinstance(first, int) or not isinstance(last, int) or isinstance(first, bool):
             raise InvalidReply("start/end are not integers")
         if first != expected:
@@ -289,6 +297,7 @@ def validate_spans(data: Any, start: int, end: int) -> list[Span]:
         if last < first or last >= end:
             raise InvalidReply(f"segment {first}-{last} is out of bounds")
         topic = item.get("topic")
+        # A missing topic costs no attempt: segment_with_llm falls back to the first goal turn's sentence.
         if not isinstance(topic, str):
             topic = ""
         spans.append(Span(first, last + 1, topic.strip()[:200]))
@@ -311,6 +320,7 @@ SYSTEM_PROMPT = (
 def segment_with_llm(messages: list[Message]) -> list[Span]:
     llm = get_llm()
     spans: list[Span] = []
+    # Each window is split on its own: a segment never spans two windows (flow.md#segmentation).
     for start, end in _windows(messages):
         listing = "\n".join(_line(i, messages[i]) for i in range(start, end))
         window_spans = llm.ask_json(

@@ -71,10 +71,12 @@ def paths_collect(paths: Iterable[str], *, roots: list[str] | None) -> list[tupl
         given = Path(raw).expanduser()
         if any(_hidden(part) for part in given.parts if part != AIDER_HISTORY):
             raise IngestError(f"{raw}: hidden paths are not ingested", code=errors.FORBIDDEN, field="paths")
+        # Resolved before the root check: a symlink inside a root must not lead outside it.
         real = Path(os.path.realpath(given))
         if roots is not None and not any(_inside(real, Path(root)) for root in roots):
             raise IngestError(f"{raw}: not inside an ingest root", code=errors.FORBIDDEN, field="paths")
         if real.is_dir():
+            # Nor does a walk follow links: the root check was made on the directory, not on where a link leads.
             for directory, dirnames, filenames in os.walk(real, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if not _hidden(d)
                                      and not os.path.islink(os.path.join(directory, d)))
@@ -94,6 +96,7 @@ def paths_collect(paths: Iterable[str], *, roots: list[str] | None) -> list[tupl
 
 def _inside(path: Path, root: Path) -> bool:
     try:
+        # commonpath, not a string prefix: /srv/sessions-old is not inside /srv/sessions.
         return os.path.commonpath([str(path), str(root)]) == str(root)
     except ValueError:
         return False
@@ -130,6 +133,8 @@ def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metad
                 raw.redacted = True
         elif keep:
             raw.content = data
+        # The pipeline parses the original bytes: when the row will not hold them (redacted, or too large)
+        # they wait in a spool file until segmentation.
         if kind == RawUpload.Kind.FILE and (raw.content is None or raw.redacted):
             raw.spool_path = _spool(data)
     except OSError as exc:  # an archive failure never blocks ingestion...
@@ -153,6 +158,7 @@ def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob |
     if not identity:
         raise IngestError("a file needs a name", field="files")
     digest = hashlib.sha256(data).hexdigest()
+    # The same bytes as last time cost a hash, not a parse (flow.md#session-files, step 1).
     existing = SessionRecord.objects.filter(agent=agent, identity=identity).first()
     if existing is not None and existing.sha256 == digest:
         return FileResult(identity, "unchanged", existing.pk, lines=existing.line_count,
@@ -176,6 +182,7 @@ def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob |
                 )
         except IntegrityError:  # another request created it a moment ago
             session, created = SessionRecord.objects.select_for_update().get(agent=agent, identity=identity), False
+        # Checked again under the row lock: a concurrent request may have stored these very bytes meanwhile.
         if not created and session.sha256 == digest:
             result.status, result.session_id = "unchanged", session.pk
             return result
@@ -186,6 +193,7 @@ def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob |
         session.malformed = dict(parsed.malformed)
         session.raw = raw
         session.job = job
+        # A changed file starts over, a parked session included (flow.md#retries-and-parking).
         session.segmentation = WorkState.PENDING
         session.attempts = 0
         session.last_error = ""

@@ -46,6 +46,8 @@ def session_segment(*, session_id: int) -> bool:
     try:
         if session.raw is None:
             raise FileNotFoundError("the session has no raw upload to segment")
+        # Everything slow (redaction, the LLM, the archive's redaction) runs before the transaction below,
+        # which only writes and holds the session's row lock briefly.
         data = raw_bytes(session.raw)
         parsed = parse_jsonl(data)
         messages = _redacted_messages(parsed.messages)
@@ -71,6 +73,7 @@ def session_segment(*, session_id: int) -> bool:
                 if segment_row.pk in keep:
                     continue  # the same segment twice in one session: keep one
                 keep.add(segment_row.pk)
+                # A kept segment keeps its score and extraction state (flow.md#re-ingestion); only its place moves.
                 TaskSegment.objects.filter(pk=segment_row.pk).update(
                     index=index, start_message=span.start, end_message=span.end)
             else:
@@ -81,6 +84,8 @@ def session_segment(*, session_id: int) -> bool:
                 existing[digest] = created
                 keep.add(created.pk)
         gone = [s.pk for s in existing.values() if s.pk not in keep]
+        # Before the delete: the provenance links saying which memories came only from these segments go
+        # with them (SegmentMemory cascades).
         archived = _archive_orphans(gone) if gone else 0
         TaskSegment.objects.filter(pk__in=gone).delete()
         session.segmented_sha256 = session.sha256
@@ -93,6 +98,7 @@ def session_segment(*, session_id: int) -> bool:
             # The spooled bytes were only waiting for this; the archive keeps what it keeps.
             spool = raw.spool_path
             RawUpload.objects.filter(pk=raw.pk).update(spool_path="")
+            # Only once the commit stands: a rollback leaves the row pointing at a spool file that still exists.
             transaction.on_commit(lambda: Path(spool).unlink(missing_ok=True))
     logger.info("session %s: %d segments, %d removed, %d memories archived", session_id, len(spans), len(gone), archived)
     return True
@@ -188,6 +194,7 @@ def segment_extract(*, segment_id: int) -> bool:
                         f"; refused: {' | '.join(considered)}" if considered else "")
         session = segment_row.session
         done_items = set(SegmentMemory.objects.filter(segment=segment_row).values_list("item_index", flat=True))
+        # Items already linked were uploaded by an earlier attempt; a refused item would be refused again.
         pending = [(index, item) for index, item in enumerate(segment_row.extracted_items)
                    if index not in done_items and not item.get("skipped")]
         uploads = []
@@ -233,6 +240,8 @@ def segments_extract(*, limit: int | None = None, session_id: int | None = None)
 
 def session_process(*, session_id: int) -> dict[str, Any]:
     """Right after ingestion: segment the session, then score and extract its segments."""
+    # Claimed like any work item, so that this task and the scheduled pipeline never segment one session
+    # at the same time.
     segmented = session_segment(session_id=session_id) if claim(
         SessionRecord.objects.filter(pk=session_id, segmentation__in=[WorkState.PENDING, WorkState.FAILED]), 1
     ) else False

@@ -32,6 +32,7 @@ def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
     """Extract memories from plain text and upload them through the memory funnel, as one batch."""
     if not isinstance(text, str) or not text.strip():
         raise IngestError("text is required and must not be blank", field="text")
+    # Checked before redaction, which is the costly part: a refused text costs nothing.
     if len(text) > settings.ULTRON_INGEST_MAX_TEXT_CHARS:
         raise IngestError(f"text is longer than {settings.ULTRON_INGEST_MAX_TEXT_CHARS} characters", code=errors.TOO_LARGE,
                           field="text")

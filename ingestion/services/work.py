@@ -65,6 +65,8 @@ def attempt_failed(model: type[WorkItem], pk: int, state_field: str, exc: BaseEx
         logger.warning("%s %s failed (attempt %d), retry in %ss: %s", model.__name__, pk, item.attempts, delay,
                        item.last_error)
     fields = [state_field, "attempts", "last_error", "next_attempt_at", "lease_until"]
+    # Written only while the lease is still the one loaded: an item taken over since the check above is
+    # left to its new owner.
     model._default_manager.filter(pk=pk, lease_until=lease).update(**{f: getattr(item, f) for f in fields})
 
 
@@ -72,6 +74,8 @@ def work_done(item: WorkItem, state_field: str, extra: list[str]) -> bool:
     """Mark the item done, unless its lease (as loaded) was taken over meanwhile: False then."""
     lease = item.lease_until
     setattr(item, state_field, WorkState.DONE)
+    # Success clears the attempts and the error (flow.md#retries-and-parking): a later failure starts
+    # its backoff from the beginning.
     item.attempts = 0
     item.last_error = ""
     item.next_attempt_at = None

@@ -26,6 +26,7 @@ def classify(content: str, context: str, resolution: str, *, vector: Any = None)
 
     def validate(data: Any) -> str:
         value = require_str(data, "memory_type").lower()
+        # Any other answer counts as a failed attempt (flow.md#classification): retried, then classified offline.
         if value not in MemoryType.values:
             raise InvalidReply(f"unknown memory_type {value!r}")
         return value
@@ -43,6 +44,8 @@ def classify(content: str, context: str, resolution: str, *, vector: Any = None)
             system=system, user=memory_prompt(content, context, resolution), validate=validate,
             max_tokens=50, purpose="classify",
         )
+    # An upload never fails because of the LLM (flow.md#classification): after its retries, the offline
+    # classifier decides.
     except LLMError as exc:
         logger.warning("classification fell back to the offline classifier: %s", exc)
         return classify_offline(content, context, resolution, vector=vector)
@@ -159,6 +162,7 @@ def classify_offline(content: str, context: str = "", resolution: str = "", *, v
 
     probabilities = type_scores(content, context, resolution, vector=vector)
     cues = cue_scores(content, context, resolution)
+    # 1e-9 keeps the logarithm finite for a type the regression gives no chance at all.
     scores = {t: math.log(probabilities[t] + 1e-9) + CUE_WEIGHT * (1.0 - math.exp(-cues[t] / CUE_SCALE))
               for t in _PRIORITY}
     return max(_PRIORITY, key=lambda t: (scores[t], -_PRIORITY.index(t)))

@@ -48,6 +48,8 @@ def duplicate_decide(
     LLM (default: when one is configured); without, it is a candidate."""
     rows = list(neighbours)
     for row in rows:
+        # The same normalised body is a duplicate whatever its similarity or details: the hash leaves nothing
+        # that could differ but case and spacing (flow.md#embedding).
         if row.exact:
             return [DuplicateMatch(row, 1.0, "exact")]
     if ask_llm is None:
@@ -56,6 +58,8 @@ def duplicate_decide(
     candidates: list[DuplicateMatch] = []
     judged = 0
     for neighbour in sorted(rows, key=lambda row: -row.similarity):
+        # Nearest first, so the first neighbour below the soft threshold ends the search: every later one is
+        # further still.
         if neighbour.similarity < limits.soft or judged >= CANDIDATES_PER_UPLOAD:
             break
         conflicts = tuple(details_conflicts(body, memory_body(neighbour.content, neighbour.context,
@@ -69,7 +73,10 @@ def duplicate_decide(
             return [DuplicateMatch(neighbour, neighbour.similarity, "llm", conflicts)]
         if verdict is False:
             continue  # the LLM said distinct: recorded as a dismissed candidate by the caller
+        # Not asked yet: the caller asks the LLM outside the advisory lock, then decides again under it with
+        # the verdict known (flow.md#concurrency).
         if neighbour.pk not in verdicts and ask_llm:
             return [DuplicateMatch(neighbour, neighbour.similarity, "ask", conflicts)]
+        # No verdict (no LLM, or it failed: ``None``): the pair waits for a curator as a merge candidate.
         candidates.append(DuplicateMatch(neighbour, neighbour.similarity, "candidate", conflicts))
     return candidates

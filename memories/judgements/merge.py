@@ -43,6 +43,7 @@ def merge(
         if not isinstance(raw_tags, list) or not all(isinstance(t, str) for t in raw_tags):
             raise InvalidReply("tags is not a list of strings")
         # A merge that throws most of the text away is not a merge.
+        # min(): a current content shorter than five tokens may be merged into one as short.
         if estimate_tokens(content) < min(5, estimate_tokens(current[0])):
             raise InvalidReply("merged content is too short")
         return MergedBody(content, context, resolution, raw_tags)

@@ -61,6 +61,8 @@ class _TermView:
         if not counts:
             return np.zeros(self.weights.shape[0])
         indexes = np.fromiter(counts, dtype=np.int64)
+        # What the fitted TfidfVectorizer computes (sublinear tf, idf, L2 norm), so its regression weights
+        # apply unchanged.
         values = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64))) * self.idf[indexes]
         values /= np.linalg.norm(values)
         return self.weights[:, indexes] @ values
@@ -78,6 +80,7 @@ class TypeModel:
         decision = self.intercept + self.embedding_weights @ np.asarray(vector, dtype=np.float64)
         for view in self.views:
             decision = decision + view.decision(text)
+        # Subtracting the maximum keeps exp() from overflowing; the softmax is unchanged by it.
         decision = np.exp(decision - decision.max())
         probabilities = decision / decision.sum()
         return {t: float(p) for t, p in zip(self.types, probabilities, strict=True)}
@@ -109,11 +112,13 @@ def prototype_examples() -> list[tuple[str, str]]:
 def type_model() -> TypeModel:
     """The classifier for the configured embedding model (trained once per process)."""
     embedder = get_embedder()
+    # One classifier per embedding model: its embedding weights fit only that model's vectors.
     key = (embedder.provider, embedder.model, embedder.dimensions)
     found = _cache.get(key)
     if found is not None:
         return found
     with _lock:
+        # Looked up again under the lock: two threads may both have missed, and only one should train.
         found = _cache.get(key)
         if found is None:
             found = _cache[key] = _train(embedder)
@@ -163,6 +168,7 @@ def _prototype_vectors(embedder: Any, texts: list[str]) -> np.ndarray:
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Written beside the target and renamed: another process never loads a half-written cache.
         with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as handle:
             np.save(handle, vectors)
         os.replace(handle.name, path)

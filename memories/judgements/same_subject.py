@@ -114,6 +114,8 @@ def details_conflicts(first: str, second: str) -> list[str]:
     found: list[str] = []
     words_a, words_b = _words(first), _words(second)
     values_a, values_b = _values(first, words_a), _values(second, words_b)
+    # Each side must hold a value the other lacks: one side adding a number is a detail added, not a
+    # conflict (docstring: "one side adding a detail is not either").
     if values_a - values_b and values_b - values_a:
         found.append(f"values: {_show(values_a - values_b)} / {_show(values_b - values_a)}")
     negations_a, negations_b = _negations(first), _negations(second)
@@ -123,6 +125,8 @@ def details_conflicts(first: str, second: str) -> list[str]:
     for x, y in _OPPOSITES:
         a_x, a_y = _present(x, first, words_a), _present(y, first, words_a)
         b_x, b_y = _present(x, second, words_b), _present(y, second, words_b)
+        # A text holding both words of a pair ("before and after") takes no side: only one word against its
+        # opposite conflicts.
         if (a_x and not a_y and b_y and not b_x) or (a_y and not a_x and b_x and not b_y):
             found.append(f"opposites: {x if a_x else y} / {y if a_x else x}")
             break
@@ -130,6 +134,7 @@ def details_conflicts(first: str, second: str) -> list[str]:
     moved = _reordered(tokens_a, tokens_b)
     if moved:
         found.append(f"order: {moved[0]} and {moved[1]} trade places")
+    # A changed version ("1.26" / "2.0") would show again as a substituted term: ``values`` already names it.
     elif not any(kind.startswith("values") for kind in found):
         replaced = _replaced(tokens_a, tokens_b)
         if replaced:

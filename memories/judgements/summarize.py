@@ -23,6 +23,7 @@ def summarize(content: str, context: str, resolution: str) -> tuple[str, str]:
         return extractive_l0(content, L0_TOKENS), extractive_l1(content, context, resolution, L1_TOKENS)
 
     def validate(data: Any) -> tuple[str, str]:
+        # L0 is one sentence for a quick scan: line breaks in the model's answer are folded.
         l0 = normalise_space(require_str(data, "summary_l0"))
         l1 = require_str(data, "overview_l1")
         # Hold the model to the budgets: cut rather than store an over-long summary.
@@ -39,6 +40,7 @@ def summarize(content: str, context: str, resolution: str) -> tuple[str, str]:
             system=system, user=memory_prompt(content, context, resolution), validate=validate,
             max_tokens=600, purpose="summarize",
         )
+    # Summaries never fail the caller: the extractive pair stands in, as without an LLM (flow.md, "Without an LLM").
     except LLMError as exc:
         logger.warning("summaries fell back to extractive: %s", exc)
         return extractive_l0(content, L0_TOKENS), extractive_l1(content, context, resolution, L1_TOKENS)

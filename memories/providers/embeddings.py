@@ -37,6 +37,7 @@ class Embedder(Protocol):
 
 def _normalise(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    # A zero vector stays zero rather than dividing by zero.
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32)
 
@@ -66,6 +67,8 @@ class LocalEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
+                    # Nothing is downloaded at run time (flow.md#embedding-models): the Hugging Face libraries are told
+                    # so before they are imported.
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -77,6 +80,7 @@ class LocalEmbedder:
                     from transformers import AutoTokenizer
 
                     model = SentenceTransformer(path, device="cpu", local_files_only=True)
+                    # Two of the model's 256 pieces go to its [CLS] and [SEP] tokens: 254 are left for text (flow.md).
                     self._window = int(model.get_max_seq_length() or 256) - 2
                     # Cutting texts into windows needs a tokenizer of its own: a call on the
                     # model's tokenizer switches padding off for it, and a batch being encoded
@@ -104,6 +108,7 @@ class LocalEmbedder:
         import torch
 
         size = settings.ULTRON_EMBEDDING_BATCH_SIZE
+        # Longest first, so that each batch holds pieces of similar length and pads little.
         order = sorted(range(len(pieces)), key=lambda index: -len(pieces[index]))
         out: np.ndarray = np.empty((len(pieces), self.dimensions), dtype=np.float32)
         with torch.inference_mode():
@@ -120,10 +125,12 @@ class LocalEmbedder:
         pieces: list[str] = []
         owners: list[int] = []
         for index, text in enumerate(texts):
+            # An empty text still gets its own row (a blank piece): rows stay aligned with the texts asked for.
             for piece in self._windows(text or " "):
                 pieces.append(piece)
                 owners.append(index)
         vectors = self._encoder(pieces)
+        # One window per text: each row is already normalised, no mean to take.
         if len(pieces) == len(texts):
             return vectors.astype(np.float32)
         out: np.ndarray = np.zeros((len(texts), self.dimensions), dtype=np.float64)
@@ -169,6 +176,7 @@ class DashScopeEmbedder:
                     f"{getattr(response, 'code', '')}"
                 )
             try:
+                # Each vector names the input it belongs to (text_index): rows are put back in the order asked.
                 items = sorted(response.output["embeddings"], key=lambda item: item["text_index"])
                 vectors = [item["embedding"] for item in items]
             except (KeyError, TypeError) as exc:

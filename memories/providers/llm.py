@@ -58,7 +58,9 @@ def parse_json_reply(text: str) -> Any:
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidReply("empty reply")
+    # A thinking block may hold braces or a draft of the answer: it goes before any JSON is looked for.
     text = _THINK_RE.sub("", text).strip()
+    # A fenced block is the model marking its JSON: it is tried before the prose around it.
     candidates = [m.group(1).strip() for m in _FENCE_RE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:
@@ -195,6 +197,7 @@ class LLMClient:
                 purpose, self.name, attempt, self.attempts, last_error,
             )
             if attempt < self.attempts and self.backoff > 0:
+                # Doubling, with ±25 % jitter (flow.md#llm), so that callers failing together do not retry together.
                 delay = self.backoff * (2 ** (attempt - 1))
                 self._sleep(delay * (0.75 + random.random() / 2))
         raise LLMError(f"{purpose}: no usable reply after {self.attempts} attempts ({last_error})")

@@ -106,6 +106,8 @@ def analyze_many(texts: list[str], *, names: bool = True) -> list[list[Finding]]
         if not text or not text.strip():
             continue
         findings[index] = _pattern_findings(text)
+        # The English NER model reads no Chinese: a mostly-CJK text gets Presidio's pattern recognizers only,
+        # as do texts redacted without names (the archive) and all text with ULTRON_REDACT_NER off.
         if not names or chinese.cjk_share(text) > CJK_THRESHOLD or not settings.ULTRON_REDACT_NER:
             findings[index].extend(presidio_engine.analyze_patterns(text))
         else:

@@ -52,7 +52,9 @@ def archive_redact(data: bytes) -> str:
     The archive's policy (``policy.Occasion.ARCHIVE``) leaves person names out: a session file is
     megabytes of tool output, and names cost six times the rest (bench/ingest.py). What the
     pipeline keeps of a session, its segments and memories, is redacted with names too."""
+    # Bytes that are not UTF-8 still reach the detectors, as replacement characters, and leave as them.
     text = data.decode("utf-8", errors="replace")
+    # A one-line file is read line by line anyway: the whole-document parse is for JSON spread over lines.
     whole = _json_or_none(text) if "\n" in text.strip() else None
     if whole is not None:
         pieces, documents = [text], [whole]
@@ -70,6 +72,8 @@ def archive_redact(data: bytes) -> str:
     cleaned = iter([redacted[string] for string in strings])
     rebuilt = [
         piece if document is None
+        # A whole document is re-encoded over many lines (indent=1): on one line it would exceed the 2,000
+        # characters past which the keyword detector skips a line (detectors.find).
         else json.dumps(_json_replace(document, cleaned), ensure_ascii=False, indent=1 if whole is not None else None)
         for piece, document in zip(pieces, documents, strict=True)
     ]

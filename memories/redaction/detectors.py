@@ -40,6 +40,7 @@ def _load() -> tuple[list[Any], list[tuple[re.Pattern[str], int]]]:
                 from detect_secrets.plugins import keyword
 
                 classes = get_mapping_from_secret_type_to_class().values()
+                # Sorted by name: the detectors run in the same order in every process.
                 plugins = [cls() for cls in sorted(classes, key=lambda c: c.__name__)
                            if cls.__name__ not in _NOT_USED]
                 # The keyword detector's assignment shapes for every file type it knows, once each.

@@ -61,6 +61,7 @@ def _path_like(token: str) -> bool:
 
 def _random_looking(token: str) -> bool:
     core = token.rstrip("=")
+    # UUIDs are tagged <UUID> by the pattern rules; ".." and "://" belong to paths and URLs, kept readable.
     if len(core) < 16 or _UUID_RE.match(core) or ".." in core or "://" in core:
         return False
     if _HEX_RE.match(core):
@@ -72,6 +73,7 @@ def _random_looking(token: str) -> bool:
         return False
     if _path_like(core):
         return False
+    # With 64 symbols no token carries more than log2(64) = 6 bits a character, however long it is.
     return shannon_entropy(core) >= B64_MIN_SHARE * math.log2(min(len(core), 64))
 
 

@@ -204,6 +204,7 @@ def analyze_many(texts: list[str]) -> list[list[Finding]]:
 
 def analyze_patterns(text: str) -> list[Finding]:
     """Pattern recognizers only (no English NER): the path for CJK-heavy text."""
+    # Called for its side effect: the pattern recognizers are built with the analyzer, on first use.
     analyzer()
     results: list = []
     for recognizer in _pattern_recognizers or []:

@@ -63,12 +63,14 @@ def context_assemble(
     used = 0
     section = None
     for kind, memory_id, text in candidates:
+        # Headers count against the budget (flow.md#context), paid by the first block of their section.
         header_cost = estimate_tokens(headers[kind]) if kind != section else 0
         remaining = token_budget - used - header_cost
         if remaining <= 3:
             break
         cost = estimate_tokens(text)
         if cost > remaining:
+            # One token is left for the "…" that marks the cut (memories.text.truncate_tokens).
             text = truncate_tokens(text, remaining - 1)
             cost = estimate_tokens(text)
             if cost > remaining or not text:

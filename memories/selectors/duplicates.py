@@ -43,6 +43,7 @@ def memory_duplicate_neighbours(*, body_hash: str, vector: list[float], exclude:
         "vector": vector_literal(vector), "hash": body_hash, "exclude": exclude,
     }))
     for row in rows:
+        # The same body counts as 1.0 whatever its stored vector says (flow.md#duplicate-check).
         row.similarity = 1.0 if row.exact else 1.0 - float(row.distance)
     return rows
 
@@ -70,6 +71,8 @@ def memory_pairs_near_duplicate(*, limit: int) -> list[tuple[Any, Any, float]]:
             ORDER BY similarity DESC
             LIMIT %s
             """,
+            # The newest limit × 20 memories (1,000 at the default 50 pairs, flow.md#merging); twice the pairs
+            # wanted, as pairs reusing a memory are dropped below.
             [limit * 20, threshold, limit * 2],
         )
         rows = cursor.fetchall()

@@ -59,6 +59,8 @@ def query_terms(text: str, *, limit: int = 10) -> QueryTerms:
     if not text.strip():
         return QueryTerms([])
     with connection.cursor() as cursor:
+        # The search API takes queries of at most 4,000 characters (MemorySearchApi); other callers' text is
+        # cut alike.
         cursor.execute(_TERMS_SQL, {"text": text[:4000], "stop": _EXTRA_STOPWORDS, "limit": limit})
         rows = cursor.fetchall()
     spread = [lexeme for lexeme, _, pieces in rows if pieces > COMPACT_PIECES]
@@ -103,6 +105,7 @@ def term_weights(query: QueryTerms) -> list[float]:
         return [1.0 for _ in query.terms]
     weights = []
     for term in query.terms:
+        # Never more holders than memories, or the weight would turn negative.
         n = min(query.count(term), query.rows)
         weights.append(math.log(1 + (query.rows - n + 0.5) / (n + 0.5)))
     return weights

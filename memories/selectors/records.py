@@ -58,6 +58,7 @@ def memory_list(
     if tier:
         queryset = queryset.filter(tier=tier)
     if tag:
+        # Stored tags are lower-case (memories.text.normalise_tags): the filter is normalised the same way.
         queryset = queryset.filter(tags__contains=[tag.strip().lower()])
     return queryset.order_by("-hit_count", "-created_at")
 

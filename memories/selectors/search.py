@@ -53,6 +53,7 @@ def query_embedding_text(text: str) -> str:
     pulls the query towards memories full of names (greetings, people addressed by name).
     The keyword side never sees them: PostgreSQL's parser drops them as tags."""
     stripped = " ".join(_IDENTITY_TAGS.sub(" ", text).split())
+    # A query that is nothing but a name keeps its placeholder (flow.md#search): an empty text finds nothing.
     return stripped if any(ch.isalnum() for ch in stripped) else text
 
 
@@ -136,6 +137,7 @@ def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str
             raise ValueError(f"unknown tier {tier!r}")
         where.append(f"tier = '{tier}'")
     if tags:
+        # Containment: a memory must carry every tag asked for (flow.md#filters), read from the GIN index on tags.
         where.append("tags @> %(tags)s::varchar[]")
         params["tags"] = list(tags)
     return " AND ".join(where), params
@@ -233,14 +235,19 @@ def memory_search(
     selecting = selective_terms(terms)
     tsquery = keyword_query(selecting)
     tight = tight_query(terms, selecting, settings.ULTRON_SEARCH_KEYWORD_CAP) if tsquery else ""
+    # No usable word: keyword mode has nothing to match, while hybrid still ranks by the vector side.
     if mode == "keyword" and not tsquery:
         return []
+    # A type filter has its own partial index; tier and tag filters are applied after the index scan,
+    # which must then look further (flow.md#search-modes). Never fewer entries than the candidates wanted.
     filtered = tier is not None or bool(tags)
     ef = max(settings.ULTRON_SEARCH_FILTERED_EF if filtered else settings.ULTRON_SEARCH_EF, _candidates(limit))
     sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms.terms), tight=bool(tight))
     params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score,
                                 tight=tight))
     with transaction.atomic(), connection.cursor() as cursor:
+        # SET LOCAL, inside the transaction: the next query on this connection gets the default back.
+        # pgvector accepts ef_search up to 1000.
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}")
         cursor.execute(sql, params)
         columns = [col.name for col in cursor.description]

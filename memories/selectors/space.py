@@ -15,6 +15,7 @@ def embedding_column_dimensions() -> int | None:
             [Memory._meta.db_table],
         )
         row = cursor.fetchone()
+    # atttypmod is -1 for a vector column without a fixed dimension.
     return int(row[0]) if row and row[0] and row[0] > 0 else None
 
 

@@ -71,6 +71,7 @@ def merge_candidate_accept(*, candidate_id: Any, decided_by: str) -> Memory:
         alive = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=pair, status=Status.ACTIVE)}
         if len(alive) != 2:
             raise MemoryInputError("status", "one of the two memories is no longer active")
+        # The older one survives, as in every merge: links to it keep working (memories_merge_by_hand).
         keep, drop = sorted(alive.values(), key=lambda m: (m.created_at, str(m.pk)))
         memory_fold(keep_id=keep.pk, drop_id=drop.pk, similarity=candidate.similarity, reason="curator")
         candidate.status = CandidateStatus.MERGED
@@ -114,6 +115,7 @@ def memory_fold(*, keep_id: Any, drop_id: Any, similarity: float, reason: str) -
         )
         MemoryContribution.objects.filter(memory=drop).update(memory=keep)
         Memory.objects.filter(pk=keep.pk).update(
+            # merge_pending: the folded body is now an unmerged contribution, for an LLM merge to write one text.
             hit_count=F("hit_count") + drop.hit_count, merge_pending=True, updated_at=now,
             tags=tags_normalise(keep.tags + drop.tags),
         )
@@ -123,6 +125,7 @@ def memory_fold(*, keep_id: Any, drop_id: Any, similarity: float, reason: str) -
             Q(memory_id=keep.pk, duplicate_of_id=drop.pk) | Q(memory_id=drop.pk, duplicate_of_id=keep.pk),
             status=CandidateStatus.OPEN,
         ).update(status=CandidateStatus.MERGED, decided_by=reason[:150], decided_at=now)
+        # The archived memory leaves its cluster in this same transaction (clusters/receivers.py).
         signals.memory_removed.send(sender=Memory, memory_id=drop.pk)
     return True
 

@@ -56,6 +56,8 @@ def memory_edit(
     clean = memory_input_clean(content=content, context=context, resolution=resolution, tags=tags)
     body_changed_vector: list[float] | None = None
     with transaction.atomic():
+        # The memory's row first, the cluster's after (memory_changed below): the order every writer keeps,
+        # so an edit racing an upload waits instead of deadlocking (flow.md#concurrency).
         memory = Memory.objects.select_for_update().defer("embedding").get(pk=memory_id)
         before = _snapshot(memory)
         body_changed = (clean.content, clean.context, clean.resolution) != (
@@ -86,9 +88,11 @@ def memory_edit(
             before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
             note=f"redacted: {redaction_summary(clean.redactions)}" if clean.redactions else "",
         )
+        # An archived memory is in no cluster: there is no centroid to correct.
         if body_changed and memory.status == Status.ACTIVE:
             signals.memory_changed.send(sender=Memory, memory_id=memory.pk)
     near: list[DuplicateMatch] = []
+    # An edit never merges: the duplicate rule only tells the curator which memories it now resembles.
     if body_changed_vector is not None and memory.status == Status.ACTIVE:
         found = duplicate_decide(
             body=memory_body(memory.content, memory.context, memory.resolution), verdicts={},

@@ -48,6 +48,7 @@ def embedding_space_ensure() -> None:
     while nothing is stored yet. Raises :class:`EmbeddingSpaceMismatch` otherwise."""
     global _verified_space
     wanted = configured_space()
+    # Checked once per process and configuration: embed_texts runs on every upload and search.
     if _verified_space == wanted:
         return
     provider, model, dims, text_format = wanted
@@ -63,6 +64,8 @@ def embedding_space_ensure() -> None:
             _verified_space = wanted
             return
         if Memory.objects.exists():
+            # Same model, older text format (format 1 embedded "<type>: " in front): no setting to restore, only
+            # a re-embed helps.
             if space is not None and (space.provider, space.model, space.dimensions) == wanted[:3]:
                 raise EmbeddingSpaceMismatch(
                     f"Stored memories were embedded in an older text format ({space.text_format}; this "

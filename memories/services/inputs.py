@@ -33,6 +33,7 @@ def _clean_text(value: Any, field_name: str, *, required: bool, limit: int) -> s
         value = ""
     if not isinstance(value, str):
         raise MemoryInputError(field_name, "must be a string")
+    # PostgreSQL text cannot hold NUL: refused here, naming the field, instead of failing at the insert.
     if "\x00" in value:
         raise MemoryInputError(field_name, "must not contain NUL characters")
     value = value.strip()

@@ -34,6 +34,7 @@ def memory_summarize(*, memory_id: Any) -> bool:
     memory = Memory.objects.defer("embedding").filter(pk=memory_id).first()
     if memory is None:
         return False
+    # Stored below only if the body is still the one summarised: an edit or merge meanwhile made its own.
     l0, l1 = summarize(memory.content, memory.context, memory.resolution)
     updated = Memory.objects.filter(pk=memory.pk, content_hash=memory.content_hash).update(
         summary_l0=l0, overview_l1=l1, updated_at=timezone.now()
@@ -47,6 +48,7 @@ def memory_merge_contributions(*, memory_id: Any) -> bool:
     Returns True when the memory has nothing left to merge. Without an LLM, or when it fails,
     the memory keeps its text and stays ``merge_pending`` for a later retry.
     """
+    # Archived or deleted meanwhile: nothing is left to merge, and True stops the retries.
     memory = Memory.objects.defer("embedding").filter(pk=memory_id, status=Status.ACTIVE).first()
     if memory is None:
         return True
@@ -79,6 +81,8 @@ def memory_merge_contributions(*, memory_id: Any) -> bool:
     body_changed = new_hash != memory.content_hash
     update: dict[str, Any] = {"tags": clean.tags, "merge_pending": False, "updated_at": timezone.now()}
     if body_changed:
+        # The LLM and the model are slow: both run before the transaction, whose write checks that the body
+        # did not change meanwhile.
         l0, l1 = summarize(clean.content, clean.context, clean.resolution)
         vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
         update.update(
@@ -91,10 +95,12 @@ def memory_merge_contributions(*, memory_id: Any) -> bool:
         if not updated:
             return False
         MemoryContribution.objects.filter(pk__in=[c.pk for c in pending]).update(merged_at=timezone.now())
+        # Contributions that arrived while the model was writing were not in its prompt: they keep it pending.
         still_pending = memory.contributions.filter(merged_at__isnull=True).exists()
         if still_pending:
             Memory.objects.filter(pk=memory.pk).update(merge_pending=True)
         if body_changed:
+            # A new body has a new vector: the cluster side takes the old one out of the centroid, puts the new in.
             signals.memory_changed.send(sender=Memory, memory_id=memory.pk)
     return not still_pending
 
@@ -102,6 +108,7 @@ def memory_merge_contributions(*, memory_id: Any) -> bool:
 def memories_merge_retry(*, limit: int = 100) -> dict[str, int]:
     """Retry the merge of memories left ``merge_pending`` (the scheduled pipeline step)."""
     if not llm_available():
+        # Without an LLM nobody can write the merged text: the step only reports how many wait (flow.md).
         pending = Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).count()
         return {"attempted": 0, "merged": 0, "pending": pending}
     ids = list(
@@ -122,6 +129,7 @@ def memories_consolidate(*, limit: int = 50) -> dict[str, int]:
         return {"enabled": 0, "merged": 0, "candidates": 0}
     merged = candidates = 0
     for keep_id, drop_id, similarity in memory_pairs_near_duplicate(limit=limit):
+        # A pair already recorded, open or decided, is never proposed again (flow.md#merge-candidates).
         if merge_candidate_for_pair(keep_id, drop_id) is not None:
             continue
         pair = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[keep_id, drop_id])}

@@ -50,7 +50,9 @@ def query_prepare(query: str) -> tuple[str, list[float] | None]:
         cached = _query_cache.get(key)
         if cached is not None:
             _query_cache.move_to_end(key)
+    # Redacted and embedded outside the lock: one slow query does not hold up the others' cache lookups.
     if cached is None:
+        # A blank query (a context block asked without one) needs no redaction and no vector: HOT memories only.
         text = redact_one_for(Occasion.QUERY, query).text if query.strip() else ""
         vector = (np.asarray(embed_texts([selectors.query_embedding_text(text)])[0], dtype=np.float32)
                   if text else None)
@@ -84,6 +86,7 @@ def memories_search(
         min_score=min_score, mode=mode, text=text,
     )
     memory_hits_record(ids=[hit.id for hit in hits], amount=SEARCH_HIT)
+    # The counts handed back already include the hit just recorded (flow.md#hits).
     return SearchOutcome([replace(hit, hit_count=hit.hit_count + SEARCH_HIT) for hit in hits], mode)
 
 

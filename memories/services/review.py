@@ -67,6 +67,7 @@ def contribution_split(*, contribution_id: Any, editor: str) -> Memory:
         new = result.memory
         contribution.delete()
         still_pending = original.contributions.filter(merged_at__isnull=True).exists()
+        # The split contribution takes its hit along; the original keeps at least the 1 every memory starts with.
         Memory.objects.filter(pk=original.pk).update(hit_count=Greatest(F("hit_count") - 1, 1),
                                                      merge_pending=still_pending)
         MergeCandidate.objects.create(

@@ -112,9 +112,13 @@ def tiers_rebalance() -> RebalanceResult:
         cursor.execute(_TRIGGERS_ASIDE, ["on", "on"])
         cursor.execute(_REBALANCE_SQL.format(table=table, ranks=ranks, counts=LexemeCount._meta.db_table), params)
         changed, archived = cursor.fetchone()
+        # The triggers stand aside for the rebalance statement only: any later write in this transaction is
+        # counted by them again.
         cursor.execute(_TRIGGERS_ASIDE, ["off", "off"])
+        # Archived members leave their clusters in one set-based update (flow.md#archival).
         if archived:
             signals.memories_archived.send(sender=Memory)
+        # Counted from the narrow rank table, which holds every active memory, not from the ~1.6 kB rows.
         cursor.execute(f"SELECT tier, count(*) FROM {ranks} GROUP BY tier")
         counts = dict(cursor.fetchall())
         tier_snapshot_record(counts, archived)
@@ -131,5 +135,6 @@ def tier_snapshot_record(counts: dict[str, int], archived: int = 0) -> None:
     day = timezone.localdate()
     tiers = {"hot": counts.get("hot", 0), "warm": counts.get("warm", 0), "cold": counts.get("cold", 0)}
     updated = TierSnapshot.objects.filter(day=day).update(**tiers, archived=F("archived") + archived)
+    # The day's first run creates the row; get_or_create, as another process may be creating it too.
     if not updated:
         TierSnapshot.objects.get_or_create(day=day, defaults={**tiers, "archived": archived})

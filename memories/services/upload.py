@@ -60,6 +60,7 @@ class UploadResult:
         return self.candidates[0].duplicate_of_id if self.candidates else None
 
 
+# A 64-bit key derived from a name, so that no other advisory lock in the database shares it by chance.
 _DEDUP_LOCK = int.from_bytes(hashlib.sha256(b"ultron:dedup").digest()[:8], "big", signed=True)
 # What other apps have every upload take with its own lock, in the same statement (see
 # ``upload_lock_register``): label -> SELECT-list expression, run in order after the duplicate lock.
@@ -146,6 +147,7 @@ def memories_upload(
                 out.append(clean)
                 continue
             index = start + offset
+            # index=index binds this item's position now: a plain closure would see the loop's last value.
             hook = (lambda result, index=index: on_stored(index, result)) if on_stored else None
             out.append(_funnel(clean, next(vectors), item.get("memory_type"), agent=agent, source=source,
                                provenance=item.get("provenance") or {}, on_stored=hook))
@@ -165,6 +167,8 @@ def _funnel(
     verdicts: dict[Any, bool | None] = {}
     asked: dict[Any, DuplicateMatch] = {}
     # Decide under an advisory lock, so parallel uploads of one memory cannot both insert. An LLM "same subject?" question is asked outside the lock; then decide again.
+    # One round per LLM question (at most CANDIDATES_PER_UPLOAD) plus the deciding one, with room for
+    # neighbours that change between rounds.
     for _ in range(CANDIDATES_PER_UPLOAD + 3):
         with transaction.atomic():
             with connection.cursor() as cursor:
@@ -248,6 +252,7 @@ def _record_duplicate(
 ) -> Memory:
     """Count the hit, keep the upload as a contribution, union the tags (inside the lock)."""
     now = timezone.now()
+    # Row-locked so that a curator's edit or a merge of this memory waits for us; its vector is not needed.
     memory = Memory.objects.select_for_update().defer("embedding").get(pk=match.memory.pk)
     identical = match.reason == "exact"
     MemoryContribution.objects.create(
@@ -280,6 +285,7 @@ def _record_duplicate(
 
 
 def _after_upload(result: UploadResult) -> None:
+    # Without an LLM nothing is queued: summaries stay extractive, merges stay pending (flow.md#merging).
     if not llm_available():
         return
     from memories.tasks import (  # the tasks import this module
@@ -288,6 +294,8 @@ def _after_upload(result: UploadResult) -> None:
     )
 
     memory_id = str(result.memory.pk)
+    # A new memory gets LLM summaries; a merged upload gets the LLM merge, unless it was exact (nothing
+    # to fold in, merge_pending left unset).
     if not result.merged:
         enqueue_on_commit(memory_summarize_task, memory_id)
     elif result.memory.merge_pending:

@@ -24,6 +24,7 @@ class Command(BaseCommand):
         if owner is None:
             raise CommandError(f"no agent named {agent!r} (create it with create_agent)")
         try:
+            # No ingest roots at the console: an admin there reads any path they can (flow.md#session-files).
             collected = services.paths_collect(paths, roots=None)
         except services.IngestError as exc:
             raise CommandError(exc.message) from None
@@ -33,6 +34,7 @@ class Command(BaseCommand):
         for identity, path in tqdm(collected, desc="ingesting", unit="file", disable=None):
             _, [result] = services.files_ingest(agent=owner, files=[(identity, path.read_bytes())])
             results.append(result)
+            # Only a new or changed file has anything to segment: nothing was queued for the others.
             if process and result.session_id and result.status in ("new", "changed"):
                 services.session_process(session_id=result.session_id)
         counts: dict[str, int] = {}

@@ -24,6 +24,7 @@ class Command(BaseCommand):
     def handle(self, *args, name: str, role: str, password_stdin: bool, **options):
         password = None
         if password_stdin:
+            # Only the line ending goes: spaces may belong to the password.
             password = sys.stdin.readline().rstrip("\r\n")
             if not password:
                 raise CommandError("--password-stdin: standard input held no password")

@@ -17,6 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, username: str, **options):
         users = get_user_model()
+        # Any superuser will do: make run calls this at every start, and only the first start creates one.
         if users.objects.filter(is_superuser=True).exists():
             return
         password = secrets.token_urlsafe(16)
@@ -24,6 +25,7 @@ class Command(BaseCommand):
         FirstPassword.objects.create(user=user, password_hash=user.password)  # good for one login
         path = settings.ULTRON_DATA_DIR / "admin-password.txt"
         path.write_text(f"{username}\n{password}\n")
+        # The password in clear: its owner's only; the middleware deletes the file once it has been changed.
         path.chmod(0o600)
         self.stdout.write(
             "\n"

@@ -31,6 +31,7 @@ class Command(BaseCommand):
             fd = os.open(partial, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
             with open(fd, "w", encoding="utf-8") as out:
                 counts = export_write(out)
+            # Renamed only once complete: a failed export leaves no file under the name asked for.
             os.replace(partial, path)
         finally:
             partial.unlink(missing_ok=True)

@@ -34,4 +34,5 @@ class Command(BaseCommand):
         if result.dropped:
             self.stdout.write(f"dropped tables the backup predates: {', '.join(result.dropped)}")
         self.stdout.write("migrating the restored database to this version:")
+        # An older backup's schema is brought up to this version; tables it predates were dropped by the restore.
         call_command("migrate", interactive=False, verbosity=max(1, options["verbosity"]), stdout=self.stdout)
