@@ -122,13 +122,11 @@ class ClusterCrystallizeApi(APIView):
             "skill": serializers.CharField(allow_null=True, help_text="the cluster's skill's slug")}),
         **error_responses(403, 404)})
     def post(self, request: Request, cluster_id: int) -> Response:
-        selectors.cluster_get(cluster_id=cluster_id)
-        version = services.cluster_crystallize(cluster_id=cluster_id)
-        cluster = selectors.cluster_get(cluster_id=cluster_id)
+        outcome = services.cluster_crystallize_now(cluster_id=cluster_id)
         return Response({
-            "cluster": selectors.cluster_summary(cluster),
-            "version": SkillVersionSerializer(version).data if version else None,
-            "skill": cluster.skill.slug if cluster.skill else None,
+            "cluster": ClusterSummarySerializer(outcome.cluster).data,
+            "version": SkillVersionSerializer(outcome.version).data if outcome.version else None,
+            "skill": outcome.skill,
         })
 
 

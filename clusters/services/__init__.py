@@ -10,7 +10,9 @@
 """
 
 from clusters.services.crystallize import (
+    CrystallizeOutcome,
     cluster_crystallize,
+    cluster_crystallize_now,
     crystallization_step,
     skill_version_publish,
     skill_version_reject,
@@ -48,7 +50,9 @@ __all__ = [
     "SkillImportError",
     "SkillVersionImport",
     "cluster_assign",
+    "CrystallizeOutcome",
     "cluster_crystallize",
+    "cluster_crystallize_now",
     "cluster_import",
     "cluster_member_refresh",
     "cluster_member_remove",

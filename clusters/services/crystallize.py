@@ -6,12 +6,15 @@ rollback)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from clusters import selectors
 from clusters.judgements.skill_draft import MemoryFacts, skill_draft
 from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
 from clusters.selectors import clusters_ready
@@ -128,6 +131,25 @@ def skill_version_publish(*, version_id: int) -> SkillVersion:
         skill.embedding = embed_texts([skill_search_text(version)])[0]
         skill.save()
     return version
+
+
+@dataclass(frozen=True)
+class CrystallizeOutcome:
+    """What a curator's crystallization request answers: the cluster as it is now
+    (``selectors.cluster_summary``), the version written (if any) and the cluster's skill."""
+
+    cluster: dict[str, Any]
+    version: SkillVersion | None
+    skill: str | None
+
+
+def cluster_crystallize_now(*, cluster_id: int) -> CrystallizeOutcome:
+    """``cluster_crystallize`` for a request, with the cluster read again after it (raises
+    ``KnowledgeCluster.DoesNotExist`` for a cluster that is gone)."""
+    version = cluster_crystallize(cluster_id=cluster_id)
+    cluster = selectors.cluster_get(cluster_id=cluster_id)
+    return CrystallizeOutcome(selectors.cluster_summary(cluster), version,
+                              cluster.skill.slug if cluster.skill else None)
 
 
 def crystallization_step(*, limit: int = 10) -> dict[str, int]:
