@@ -401,7 +401,11 @@ def test_paths_outside_the_roots_are_refused(tree, make):
 
 @pytest.mark.skipif(not EVAL.exists(), reason="../shared/eval transcripts not present")
 def test_the_real_sessions_go_through_offline(agent):
-    files = [(p.name, p.read_bytes()) for p in sorted(EVAL.glob("*.jsonl"))]
+    """The real exports under 1 MB (a subagent's, a tool-heavy one, a short one) go through every
+    step without an error. The two large ones, and the memories all five give, are the ingest
+    bench's: tests/site/test_bench.py holds its segment, eligible and memory counts exact."""
+    files = [(p.name, p.read_bytes()) for p in sorted(EVAL.glob("*.jsonl")) if p.stat().st_size < 1024 * 1024]
+    assert len(files) >= 3, [p.name for p in EVAL.glob("*.jsonl")]
     job, results = services.files_ingest(agent=agent, files=files)
     assert {r.status for r in results} == {"new"}
     for result in results:
@@ -409,7 +413,7 @@ def test_the_real_sessions_go_through_offline(agent):
     assert SessionRecord.objects.filter(segmentation=WorkState.DONE).count() == len(files)
     assert not TaskSegment.objects.exclude(last_error="").exists()
     assert TaskSegment.objects.filter(scoring=WorkState.DONE).count() == TaskSegment.objects.count()
-    assert Memory.objects.filter(source="segment").exists()
+    assert TaskSegment.objects.filter(extraction=WorkState.DONE).exists()
 
 
 def test_offline_segmenter_splits_on_a_clear_goal_change():

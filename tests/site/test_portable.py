@@ -117,6 +117,21 @@ def test_bad_lines_are_reported_by_number_and_every_other_line_is_stored(setting
         1 for i in dependent if lines[i]["kind"] == "contribution")
 
 
+def test_a_slug_longer_than_the_column_is_refused_by_its_line(settings, tmp_path):
+    """A skill slug over 50 characters would be stored cut, and the next import of the same file
+    would then miss the skill and collide with it: the line is refused, naming the field."""
+    populate(settings)
+    lines = _export(tmp_path / "hub.jsonl")
+    skills = [i for i, line in enumerate(lines) if line["kind"] == "skill"]
+    assert skills
+    lines[skills[0]] = {**lines[skills[0]], "slug": "a-" * 30 + "skill"}
+    kept = [line for i, line in enumerate(lines) if i == 0 or i == skills[0]]
+    err = StringIO()
+    with pytest.raises(CommandError, match=r"bad line\(s\) skipped"):
+        call_command("import_memories", str(_write(tmp_path / "long.jsonl", kept)), stdout=StringIO(), stderr=err)
+    assert "line 2: slug: must be a skill slug of 1 to 50 characters" in err.getvalue()
+
+
 def test_a_file_that_is_not_an_export_is_refused_and_stores_nothing(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         call_command("import_memories", str(tmp_path / "missing.jsonl"))

@@ -148,7 +148,13 @@ def _versions(value: Any) -> list[dict]:
 
 
 _VECTOR = _text  # decoded later, against the header's dimension
-_SLUG = _text
+def _SLUG(value: Any) -> str:  # noqa: N802 - named like the other field checks
+    """A skill's slug: 1 to 50 characters, the column's width (a longer one would be stored cut,
+    and the next import of the same file would miss it and collide with itself)."""
+    text = _text(value)
+    if not 0 < len(text) <= 50:
+        raise LineError("must be a skill slug of 1 to 50 characters")
+    return text
 
 # field: (check, required). Fields not listed are refused, so a typo does not pass silently.
 MEMORY = {
