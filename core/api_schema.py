@@ -8,7 +8,8 @@ same serializer.
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 
@@ -39,7 +40,10 @@ _WHEN = {
     401: "no token, or a malformed, unknown, revoked or expired one",
     403: "a curator-only operation called by an ordinary agent",
     404: "no such row",
+    409: "a request with the same Idempotency-Key is still running (idempotency_in_progress): retry after "
+         "Retry-After seconds for its answer",
     413: "the request body (or a file in it) is over its limit",
+    422: "the Idempotency-Key was sent before with a different request (idempotency_key_reused)",
     429: "over the rate limit: the Retry-After header says when to retry",
     503: "the database is not reachable (database_unavailable, with Retry-After), or the stored vectors and "
          "the configured embedding model disagree (embedding_unavailable: run manage.py reembed)",
@@ -51,3 +55,11 @@ def error_responses(*codes: int, authenticated: bool = True) -> dict[int, OpenAp
     answers 401 without a valid one, 429 over the rate limit and 503 while the database is down."""
     every = set(codes) | ({401, 429, 503} if authenticated else set())
     return {code: OpenApiResponse(ErrorSerializer, description=_WHEN[code]) for code in sorted(every)}
+
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+    description="Any string up to 200 characters, new for each logical request and the same on its retries: "
+                "a repeat within a day answers what the first answered (header Idempotent-Replayed: true) "
+                "and changes nothing.")
+

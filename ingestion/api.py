@@ -24,8 +24,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import errors
-from core.api_schema import ErrorSerializer, error_responses
+from core.api_schema import IDEMPOTENCY_KEY, ErrorSerializer, error_responses
 from core.fields import StrictCharField
+from core.idempotency import IdempotentPost
 from core.parsers import JSONBodyParser
 from ingestion import selectors, services, training
 from ingestion.formats import ACCEPTED
@@ -94,7 +95,7 @@ class JobProgressSerializer(serializers.Serializer):
     files = JobFileSerializer(many=True)
 
 
-class IngestApi(APIView):
+class IngestApi(IdempotentPost, APIView):
     """Upload session files (multipart ``files``, optional parallel ``names``; ``.jsonl``, ``.json``,
     ``.traj`` or ``.md``, the format read from the content) or name
     server paths inside ``ULTRON_INGEST_ROOTS`` (JSON ``{paths}``). Returns at once."""
@@ -119,7 +120,8 @@ class IngestApi(APIView):
         request={"multipart/form-data": FilesSerializer, "application/json": PathsSerializer},
         responses={202: inline_serializer("IngestAccepted", {
             "total_files": serializers.IntegerField(), "files": FileResultSerializer(many=True),
-            "job_id": serializers.UUIDField()}), **error_responses(400, 403, 404, 413)},
+            "job_id": serializers.UUIDField()}), **error_responses(400, 403, 404, 409, 413, 422)},
+        parameters=[IDEMPOTENCY_KEY],
     )
     def post(self, request: Request) -> Response:
         # Refused before the body is read: a client's 2 GB upload must not be spooled first.
@@ -164,7 +166,7 @@ class IngestJobApi(APIView):
         return Response(selectors.job_progress(job=job))
 
 
-class IngestTextApi(APIView):
+class IngestTextApi(IdempotentPost, APIView):
     @extend_schema_serializer(component_name="IngestTextInput")
     class InputSerializer(serializers.Serializer):
         # A backstop only: the service refuses text over ULTRON_INGEST_MAX_TEXT_CHARS with a 413 of its own.
@@ -181,7 +183,7 @@ class IngestTextApi(APIView):
     @extend_schema(request=InputSerializer, responses={
         201: OpenApiResponse(ResultSerializer, description="at least one new memory"),
         200: OpenApiResponse(ResultSerializer, description="every memory merged into one already stored"),
-        **error_responses(400, 413, 503)})
+        **error_responses(400, 409, 413, 422, 503)}, parameters=[IDEMPOTENCY_KEY])
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

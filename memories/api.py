@@ -22,8 +22,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.api_schema import error_responses
+from core.api_schema import IDEMPOTENCY_KEY, error_responses
 from core.fields import StrictCharField, tags_field
+from core.idempotency import IdempotentPost
 from memories import selectors, services
 from memories.models import MemoryType, Status, Tier
 
@@ -107,7 +108,7 @@ class MemoryBatchUploadInputSerializer(serializers.Serializer):
         help_text=f"1 to {services.UPLOAD_BATCH_MAX} memories, each with the fields of a single upload")
 
 
-class MemoryUploadApi(APIView):
+class MemoryUploadApi(IdempotentPost, APIView):
     """One memory (its fields as the body), or a batch: ``{"memories": [{...}, ...]}``."""
 
     InputSerializer = MemoryUploadInputSerializer
@@ -126,8 +127,9 @@ class MemoryUploadApi(APIView):
                                            resource_type_field_name=None),
                 description="a single memory merged into the one it duplicates; or, for a batch, always "
                             "200 with one result per item, each carrying its own status"),
-            **error_responses(400, 413, 503),
+            **error_responses(400, 409, 413, 422, 503),
         },
+        parameters=[IDEMPOTENCY_KEY],
     )
     def post(self, request: Request) -> Response:
         if isinstance(request.data, dict) and "memories" in request.data:

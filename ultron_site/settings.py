@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "django_q",
     "django_htmx",
     "axes",
+    "core",
     "agents",
     "ultron_site",
     "memories",

@@ -5,6 +5,7 @@ maps onto the records of ``ultron.models``, and the calls that take several requ
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -37,6 +38,11 @@ IngestProgress = Callable[[int, int, int, int], None]  # files sent, files in al
 JobCallback = Callable[[JobProgress], None]
 
 
+def _key() -> str:
+    """A new Idempotency-Key: one per logical request, the same on its retries."""
+    return uuid.uuid4().hex
+
+
 def _clean(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
@@ -52,7 +58,7 @@ def _tags(tags: Iterable[str] | None) -> list[str] | None:
 def upload_memory(*, content: str, context: str | None = None, resolution: str | None = None,
                   tags: Iterable[str] | None = None) -> Operation[UploadResult]:
     body = _clean({"content": content, "context": context, "resolution": resolution, "tags": _tags(tags)})
-    data = yield Request("POST", "/api/memories/upload", json=body, timeout=UPLOAD_TIMEOUT)
+    data = yield Request("POST", "/api/memories/upload", json=body, timeout=UPLOAD_TIMEOUT, idempotency_key=_key())
     return UploadResult.from_api(data)
 
 
@@ -76,7 +82,8 @@ def upload_memories(memories: Sequence[Mapping[str, Any] | str]) -> Operation[li
     out: list[BatchItem] = []
     for start in range(0, len(items), MAX_BATCH):
         chunk = items[start:start + MAX_BATCH]
-        data = yield Request("POST", "/api/memories/upload", json={"memories": chunk}, timeout=UPLOAD_TIMEOUT)
+        data = yield Request("POST", "/api/memories/upload", json={"memories": chunk}, timeout=UPLOAD_TIMEOUT,
+                             idempotency_key=_key())
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list) or len(results) != len(chunk):
             raise UsageError("the hub did not answer with one result per memory: does it take batch uploads "
@@ -151,7 +158,8 @@ def search_skills(*, query: str, limit: int = 5) -> Operation[list[Skill]]:
 
 
 def ingest_text(text: str) -> Operation[TextIngestResult]:
-    data = yield Request("POST", "/api/ingest/text", json={"text": text}, timeout=TEXT_TIMEOUT)
+    data = yield Request("POST", "/api/ingest/text", json={"text": text}, timeout=TEXT_TIMEOUT,
+                         idempotency_key=_key())
     return TextIngestResult.from_api(data)
 
 
@@ -181,7 +189,7 @@ def _multipart(batch: list[sessions.LocalFile], agent: str | None) -> Request:
     data: dict[str, Any] = {"names": [item.name for item in batch]}
     if agent:
         data["agent"] = agent
-    return Request("POST", "/api/ingest", files=files, data=data, timeout=UPLOAD_TIMEOUT)
+    return Request("POST", "/api/ingest", files=files, data=data, timeout=UPLOAD_TIMEOUT, idempotency_key=_key())
 
 
 def ingest(paths: Iterable[str] | str, *, agent_id: str | None = None, on_progress: IngestProgress | None = None,

@@ -39,6 +39,9 @@ class Request:
     data: dict[str, Any] | None = None
     timeout: float | None = None
     ok_statuses: tuple[int, ...] = ()  # error statuses whose body is an answer (health's 503)
+    # Sent as the Idempotency-Key header: the hub runs a POST once per key, so its retries are
+    # safe even after a timeout (the hub may have carried the first attempt out).
+    idempotency_key: str | None = None
 
 
 @dataclass
@@ -89,7 +92,9 @@ def _retry_after_seconds(value: str) -> float | None:
 
 def _retryable(request: Request, status: int | None, error: Exception | None, body: Any) -> bool:
     if error is not None:
-        return isinstance(error, _NOT_SENT) or request.method == "GET"
+        return isinstance(error, _NOT_SENT) or request.method == "GET" or request.idempotency_key is not None
+    if status == 409 and isinstance(body, dict) and body.get("error") == "idempotency_in_progress":
+        return True  # the first attempt still runs: its answer comes after Retry-After
     if status == 503 and isinstance(body, dict) and body.get("error") == "embedding_unavailable":
         return False  # needs an operator (manage.py reembed), not patience
     return status in RETRY_STATUSES
@@ -124,6 +129,8 @@ def exchange(request: Request, *, base_url: str, policy: RetryPolicy,
             kwargs[name] = getattr(request, name)
     if request.timeout is not None and slow_timeouts:
         kwargs["timeout"] = request.timeout
+    if request.idempotency_key is not None:
+        kwargs["headers"] = {"Idempotency-Key": request.idempotency_key}
     attempt = 0
     while True:
         try:

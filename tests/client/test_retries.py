@@ -37,6 +37,7 @@ class Scripted:
     def __init__(self, *answers: tuple[int, object, dict[str, str]]) -> None:
         self.answers = list(answers)
         self.seen: list[tuple[str, str, float]] = []
+        self.keys: list[str | None] = []  # each request's Idempotency-Key header
         scripted = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +46,7 @@ class Scripted:
                 if length:
                     self.rfile.read(length)
                 scripted.seen.append((self.command, self.path, time.monotonic()))
+                scripted.keys.append(self.headers.get("Idempotency-Key"))
                 status, body, headers = scripted.answers.pop(0)
                 time.sleep(float(headers.get("X-Delay", 0)))
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
@@ -169,11 +171,38 @@ def test_retry_after_as_an_http_date_and_the_backoff_cap():
     assert policy.delay(0, "soon") == 1  # unreadable: the backoff
 
 
-def test_a_post_that_times_out_is_not_sent_again(scripted):
-    server = scripted((201, {}, {"X-Delay": "1"}), (200, STATS, {}))
-    with pytest.raises(UltronConnectionError, match="did not answer POST /api/memories/upload in time") as caught:
-        Ultron(url=server.url, token="t", timeout=0.3, backoff=0).upload_memory(content="x")
-    assert "carried out all the same" in caught.value.message and len(server.seen) == 1
+UPLOADED = {"id": "0b8f2f4e-7d1c-4a8e-9f39-0e1c2d3b4a5f", "memory_type": "error", "tier": "warm",
+            "status": "active", "hit_count": 1, "merged": False, "merge_pending": False,
+            "similarity_score": None, "candidate_of": None}
+
+
+def test_an_upload_that_times_out_is_sent_again_with_the_same_idempotency_key(scripted):
+    """The hub may have stored the first attempt; the key makes the retry answer what it did."""
+    server = scripted((201, UPLOADED, {"X-Delay": "1"}), (201, UPLOADED, {}))
+    result = Ultron(url=server.url, token="t", timeout=0.3, backoff=0).upload_memory(content="x")
+    assert result.hit_count == 1 and len(server.seen) == 2
+    assert server.keys[0] and server.keys[0] == server.keys[1]
+    # A second logical upload gets a key of its own.
+    server.answers.append((201, UPLOADED, {}))
+    Ultron(url=server.url, token="t", backoff=0).upload_memory(content="x")
+    assert server.keys[2] not in (None, server.keys[0])
+
+
+def test_a_repeat_the_hub_is_still_running_is_asked_again_after_retry_after(scripted):
+    running = (409, {"error": "idempotency_in_progress", "message": "still running"}, {"Retry-After": "0"})
+    server = scripted(running, (201, UPLOADED, {}))
+    assert Ultron(url=server.url, token="t", backoff=0).upload_memory(content="x").hit_count == 1
+    assert len(server.seen) == 2 and server.keys[0] == server.keys[1]
+
+
+def test_a_post_without_a_key_that_timed_out_is_not_sent_again():
+    import httpx
+    from ultron._protocol import Request, _retryable
+
+    search = Request("POST", "/api/memories/search", json={"query": "x"})
+    assert not _retryable(search, None, httpx.ReadTimeout("slow"), None)
+    assert _retryable(Request("POST", "/api/memories/upload", idempotency_key="k"), None,
+                      httpx.ReadTimeout("slow"), None)
 
 
 def test_a_get_that_times_out_is_asked_again(scripted):
