@@ -46,7 +46,8 @@ _WHEN = {
     422: "the Idempotency-Key was sent before with a different request (idempotency_key_reused)",
     429: "over the rate limit: the Retry-After header says when to retry",
     503: "the database is not reachable (database_unavailable, with Retry-After), or the stored vectors and "
-         "the configured embedding model disagree (embedding_unavailable: run manage.py reembed)",
+         "the configured embedding model disagree (embedding_unavailable: run manage.py reembed), or the "
+         "embedding provider failed (embedding_failed, with Retry-After)",
 }
 
 

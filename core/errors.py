@@ -18,7 +18,9 @@ FORBIDDEN = "permission_denied"
 NOT_FOUND = "not_found"
 # The stored vectors and the configured embedding model disagree: retrying will not help.
 EMBEDDING_UNAVAILABLE = "embedding_unavailable"
-CODES = frozenset({INVALID, TOO_LARGE, FORBIDDEN, NOT_FOUND, EMBEDDING_UNAVAILABLE})
+# The embedding provider failed (a server down, a timeout, an unusable answer): retrying may help.
+EMBEDDING_FAILED = "embedding_failed"
+CODES = frozenset({INVALID, TOO_LARGE, FORBIDDEN, NOT_FOUND, EMBEDDING_UNAVAILABLE, EMBEDDING_FAILED})
 
 
 class ApplicationError(Exception):

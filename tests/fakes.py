@@ -46,6 +46,10 @@ class FakeLLMServer:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.delay = 0.0
+        # The OpenAI-style embedding endpoint: the dimension its "model" gives, the key it wants.
+        self.embedding_dims = 384
+        self.embedding_key = ""
+        self.embedding_requests: list[dict[str, Any]] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -155,6 +159,14 @@ class FakeLLMServer:
                 },
                 "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
             }
+        if path.endswith("/v1/embeddings"):  # OpenAI's shape, as Ollama, TEI and vLLM serve it
+            if self.embedding_key and headers.get("Authorization") != f"Bearer {self.embedding_key}":
+                return 401, {"error": {"message": "bad key"}}
+            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            self.embedding_requests.append(body)
+            return 200, {"object": "list", "model": body.get("model"), "data": [
+                {"object": "embedding", "index": i, "embedding": fake_vector(t, self.embedding_dims)}
+                for i, t in reversed(list(enumerate(texts)))]}  # out of order: the index says which
         if path.endswith("/chat/completions"):
             status, text = self._next_text(body)
             if status != 200:

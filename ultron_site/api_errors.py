@@ -50,6 +50,7 @@ _STATUS = {
     errors.NOT_FOUND: status.HTTP_404_NOT_FOUND,
     # Retrying will not help (it needs ``manage.py reembed``), but the service is unavailable.
     errors.EMBEDDING_UNAVAILABLE: status.HTTP_503_SERVICE_UNAVAILABLE,
+    errors.EMBEDDING_FAILED: status.HTTP_503_SERVICE_UNAVAILABLE,
 }
 
 
@@ -115,7 +116,8 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         body = {"error": code, "message": str(detail)}
         if getattr(exc, "field", None):
             body["field"] = exc.field  # type: ignore[attr-defined]
-    if isinstance(exc, DatabaseUnavailable):
+    # Both pass: a database restarting, an embedding server that timed out.
+    if isinstance(exc, DatabaseUnavailable) or getattr(exc, "default_code", "") == errors.EMBEDDING_FAILED:
         response["Retry-After"] = "5"
     response.data = body
     return response

