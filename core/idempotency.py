@@ -108,10 +108,15 @@ def claim(*, owner_id: Any, key: str, print_: str) -> int | Response:
         return Response(row.response, status=row.status, headers={"Idempotent-Replayed": "true"})
 
 
+def release(*, claim_id: int) -> None:
+    """Free a claimed key: its request did not happen, and a retry runs it."""
+    IdempotentRequest.objects.filter(pk=claim_id).delete()
+
+
 def settle(*, claim_id: int, response: Response) -> None:
     """Keep the answer of a claimed request, or free the key when the request failed (≥ 500)."""
     if response.status_code >= 500:
-        IdempotentRequest.objects.filter(pk=claim_id).delete()
+        release(claim_id=claim_id)
         return
     # The answer as the client received it (UUIDs and dates as strings).
     data = json.loads(json.dumps(response.data, default=str)) if response.data is not None else None
@@ -145,7 +150,7 @@ class IdempotentPost:
         except BaseException:
             # An error no handler answers (a 500): the request did not happen; free the key.
             if self._idempotency_claim is not None:
-                IdempotentRequest.objects.filter(pk=self._idempotency_claim).delete()
+                release(claim_id=self._idempotency_claim)
                 self._idempotency_claim = None
             raise
 

@@ -4,9 +4,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from agents.services import agent_create, token_issue
-from tests.fakes import FakeLLMServer
-
-FAKE_DASHSCOPE_KEY = "sk-fake-dashscope-key-000000000000"
+from tests.fakes import FAKE_DASHSCOPE_KEY, FakeLLMServer
 
 
 def _client(token: str | None) -> APIClient:

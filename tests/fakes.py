@@ -11,13 +11,17 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import StringIO
 from typing import Any
 
 import numpy as np
 
 Reply = str | Callable[[dict], Any] | tuple[int, dict]
+
+FAKE_DASHSCOPE_KEY = "sk-fake-dashscope-key-000000000000"  # the key the fake DashScope accepts
 
 
 # The opening of each judgement's system prompt, and the kind of question it asks.
@@ -142,7 +146,7 @@ class FakeLLMServer:
                 "request_id": "fake-embed",
             }
         if path.endswith("/services/aigc/text-generation/generation"):
-            if headers.get("Authorization") != "Bearer sk-fake-dashscope-key-000000000000":
+            if headers.get("Authorization") != f"Bearer {FAKE_DASHSCOPE_KEY}":
                 return 401, {"code": "InvalidApiKey", "message": "Invalid API-key provided.", "request_id": "x"}
             status, text = self._next_text(body)
             if status != 200:
@@ -179,3 +183,35 @@ class FakeLLMServer:
                              "message": {"role": "assistant", "content": text}}],
             }
         return 404, {"code": "NotFound", "message": path}
+
+
+@contextmanager
+def served_embeddings(settings: Any, provider: str, dimensions: int, *, key: str = "") -> Iterator[FakeLLMServer]:
+    """The hub embeds through this fake server for the duration (``dashscope`` or ``openai``);
+    afterwards, whatever happened inside (a failed assertion included), the settings and the
+    vector column are back as they were. The column change is DDL committed by a transactional
+    test: left behind, it would break every later test."""
+    from django.core.management import call_command
+
+    from memories.selectors import embedding_column_dimensions
+
+    chosen = {
+        "dashscope": {"ULTRON_EMBEDDING_MODEL": "text-embedding-v4", "DASHSCOPE_API_KEY": FAKE_DASHSCOPE_KEY},
+        "openai": {"ULTRON_EMBEDDING_MODEL": "nomic-embed-text", "ULTRON_EMBEDDING_API_KEY": key},
+    }[provider]
+    server = FakeLLMServer().start()
+    server.embedding_dims, server.embedding_key = dimensions, key
+    chosen.update({"ULTRON_EMBEDDING_PROVIDER": provider, "ULTRON_EMBEDDING_DIMENSIONS": dimensions,
+                   "DASHSCOPE_BASE_URL" if provider == "dashscope" else "ULTRON_EMBEDDING_BASE_URL":
+                       f"{server.url}/api/v1" if provider == "dashscope" else f"{server.url}/v1"})
+    before = {name: getattr(settings, name) for name in chosen}
+    try:
+        for name, value in chosen.items():
+            setattr(settings, name, value)
+        yield server
+    finally:
+        server.stop()
+        for name, value in before.items():
+            setattr(settings, name, value)
+        if embedding_column_dimensions() != settings.ULTRON_EMBEDDING_DIMENSIONS:
+            call_command("reembed", stdout=StringIO(), stderr=StringIO())

@@ -4,7 +4,6 @@ through the real upload, search and reembed paths."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from io import StringIO
 
 import numpy as np
@@ -13,40 +12,12 @@ from django.core.management import call_command
 
 from memories.models import EmbeddingSpace, Memory
 from memories.text import embedding_text
-from tests.fakes import FakeLLMServer, fake_vector
+from tests.fakes import fake_vector, served_embeddings
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NAMES = ["ULTRON_EMBEDDING_PROVIDER", "ULTRON_EMBEDDING_MODEL", "ULTRON_EMBEDDING_DIMENSIONS",
-         "ULTRON_EMBEDDING_BASE_URL", "ULTRON_EMBEDDING_API_KEY"]
-
-
-@contextmanager
-def _server_embeddings(settings, dimensions: int, *, key: str = ""):
-    """The hub on the fake server's embeddings for the duration; the settings and the vector
-    column are back as they were afterwards, whatever happened inside."""
-    from memories.selectors import embedding_column_dimensions
-
-    before = {name: getattr(settings, name) for name in NAMES}
-    server = FakeLLMServer().start()
-    server.embedding_dims, server.embedding_key = dimensions, key
-    try:
-        settings.ULTRON_EMBEDDING_PROVIDER = "openai"
-        settings.ULTRON_EMBEDDING_MODEL = "nomic-embed-text"
-        settings.ULTRON_EMBEDDING_DIMENSIONS = dimensions
-        settings.ULTRON_EMBEDDING_BASE_URL = f"{server.url}/v1"
-        settings.ULTRON_EMBEDDING_API_KEY = key
-        yield server
-    finally:
-        server.stop()
-        for name, value in before.items():
-            setattr(settings, name, value)
-        if embedding_column_dimensions() != before["ULTRON_EMBEDDING_DIMENSIONS"]:
-            call_command("reembed", stdout=StringIO(), stderr=StringIO())
-
-
 def test_a_hub_on_an_embedding_server_stores_and_finds_with_its_vectors(settings, api):
-    with _server_embeddings(settings, 256, key="sk-local-embed") as server:
+    with served_embeddings(settings, "openai", 256, key="sk-local-embed") as server:
         call_command("reembed", stdout=StringIO(), stderr=StringIO())  # adopt the server's space
         content = "Ollama answers 404 on /api/embeddings: the OpenAI route is /v1/embeddings"
         created = api.post("/api/memories/upload", {"content": content}, format="json")
@@ -61,7 +32,7 @@ def test_a_hub_on_an_embedding_server_stores_and_finds_with_its_vectors(settings
 
 
 def test_a_server_with_another_dimension_or_down_is_a_503_naming_what_to_do(settings, api):
-    with _server_embeddings(settings, 128) as server:
+    with served_embeddings(settings, "openai", 128) as server:
         call_command("reembed", stdout=StringIO(), stderr=StringIO())
         server.embedding_dims = 768  # the operator switched the server's model underneath
         wrong = api.post("/api/memories/upload", {"content": "a memory that cannot be embedded"}, format="json")

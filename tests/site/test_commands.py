@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from io import StringIO
 
 import pytest
@@ -12,6 +11,7 @@ from rest_framework.test import APIClient
 from agents.models import ApiToken
 from memories.models import EmbeddingSpace, Memory
 from memories.services import EmbeddingSpaceMismatch, embedding_space_ensure, memory_upload
+from tests.fakes import served_embeddings
 
 pytestmark = pytest.mark.django_db
 
@@ -147,41 +147,13 @@ def services_embed(text: str) -> list[float]:
     return [float(x) for x in get_embedder().embed([text])[0]]
 
 
-@contextmanager
-def _dashscope_embeddings(settings, dimensions: int):
-    """DashScope-sized vectors from the fake server for the duration; afterwards, whatever
-    happened inside (a failed assertion included), the settings and the column are back as they
-    were. The column change is DDL committed by a transactional test: left behind, it would
-    break every later test."""
-    from memories.selectors import embedding_column_dimensions
-    from tests.fakes import FakeLLMServer
-
-    names = ["ULTRON_EMBEDDING_PROVIDER", "ULTRON_EMBEDDING_MODEL", "ULTRON_EMBEDDING_DIMENSIONS",
-             "DASHSCOPE_API_KEY", "DASHSCOPE_BASE_URL"]
-    before = {name: getattr(settings, name) for name in names}
-    server = FakeLLMServer().start()
-    try:
-        settings.ULTRON_EMBEDDING_PROVIDER = "dashscope"
-        settings.ULTRON_EMBEDDING_MODEL = "text-embedding-v4"
-        settings.ULTRON_EMBEDDING_DIMENSIONS = dimensions
-        settings.DASHSCOPE_API_KEY = "sk-fake-dashscope-key-000000000000"
-        settings.DASHSCOPE_BASE_URL = f"{server.url}/api/v1"
-        yield server
-    finally:
-        server.stop()
-        for name, value in before.items():
-            setattr(settings, name, value)
-        if embedding_column_dimensions() != before["ULTRON_EMBEDDING_DIMENSIONS"]:
-            call_command("reembed", stdout=StringIO(), stderr=StringIO())
-
-
 @pytest.mark.django_db(transaction=True)
 def test_reembed_into_a_new_dimension_rebuilds_the_column(agent, settings):
     """A real dimension change: DashScope-sized vectors from the fake server, then back."""
     memory_upload(content="Use a partial HNSW index per memory type", agent=agent)
     from memories.selectors import embedding_column_dimensions
 
-    with _dashscope_embeddings(settings, 256):
+    with served_embeddings(settings, "dashscope", 256):
         call_command("reembed", stdout=StringIO(), stderr=StringIO())
         assert embedding_column_dimensions() == 256
         assert len(Memory.objects.get().embedding) == 256
@@ -194,7 +166,7 @@ def test_a_test_failing_after_a_dimension_change_still_restores_the_column(setti
     from memories.selectors import embedding_column_dimensions
 
     with pytest.raises(AssertionError, match="the test body failed"):
-        with _dashscope_embeddings(settings, 128):
+        with served_embeddings(settings, "dashscope", 128):
             call_command("reembed", stdout=StringIO(), stderr=StringIO())
             assert embedding_column_dimensions() == 128
             raise AssertionError("the test body failed")
