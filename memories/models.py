@@ -40,20 +40,6 @@ class Source(models.TextChoices):
     CURATOR = "curator", "Curator"
 
 
-def _type_index(memory_type: str) -> HnswIndex:
-    # One partial HNSW index per type: search can filter on the type, and pgvector 0.6 applies
-    # WHERE filters only after the index scan, so a shared index could return too few
-    # neighbours of one type. A partial index answers the filtered query exactly.
-    return HnswIndex(
-        fields=["embedding"],
-        name=f"memory_emb_{memory_type}_hnsw",
-        opclasses=["vector_cosine_ops"],
-        m=16,
-        ef_construction=64,
-        condition=Q(status="active", memory_type=memory_type),
-    )
-
-
 class Memory(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     content = models.TextField()
@@ -96,6 +82,9 @@ class Memory(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [
+            # One graph over the active memories. Type, tier and tag filters are applied during the
+            # scan: pgvector >= 0.8 keeps scanning the graph (hnsw.iterative_scan) until enough rows
+            # pass them (memories.selectors.search), so no filter needs a graph of its own.
             HnswIndex(
                 fields=["embedding"],
                 name="memory_emb_active_hnsw",
@@ -104,7 +93,6 @@ class Memory(models.Model):
                 ef_construction=64,
                 condition=Q(status="active"),
             ),
-            *[_type_index(t) for t in MemoryType.values],
             # The exact-duplicate check reads active memories by hash (selectors.duplicates).
             models.Index(fields=["content_hash"], name="memory_hash_active", condition=Q(status="active")),
             # No pending list on the GIN indexes (migration 0009): every search would read it whole.
@@ -114,7 +102,7 @@ class Memory(models.Model):
             # No index on tier, hit_count or last_hit_at, on purpose: with none of them indexed and
             # the table's fillfactor at 50 (migration 0004), the hit counters and the tier
             # rebalance update rows in place (HOT), instead of re-inserting every touched row into
-            # seven HNSW indexes: 0.12 s instead of 29 s for 12k tier changes (bench/rebalance.py).
+            # the HNSW index: 0.12 s instead of 29 s for 12k tier changes (bench/rebalance.py).
         ]
         constraints = [
             models.CheckConstraint(condition=Q(memory_type__in=MemoryType.values), name="memory_type_valid"),

@@ -15,7 +15,7 @@ from ultron_site.health import health_check
 class DatabaseCheckSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     pgvector = serializers.CharField(required=False, allow_null=True, help_text="the extension's version")
-    error = serializers.CharField(required=False, help_text="why the database could not be reached")
+    error = serializers.CharField(required=False, help_text="why the database could not be reached or used (e.g. pgvector too old)")
 
 
 class EmbeddingCheckSerializer(serializers.Serializer):

@@ -8,6 +8,9 @@ class UltronSiteConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     default = True
 
+    def ready(self) -> None:
+        from ultron_site import checks  # noqa: F401  (registers the database checks)
+
 
 class HubAdminConfig(admin_apps.AdminConfig):
     """Django's admin with the hub's own site (dashboard, work pages) as ``admin.site``."""

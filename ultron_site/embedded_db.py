@@ -40,7 +40,7 @@ def is_running(data_dir: Path) -> bool:
     if not (pgdata / "PG_VERSION").exists():
         return False
     info = PostmasterInfo.read_from_pgdata(pgdata)
-    if info is None or not info.is_running():
+    if info is None or info.process is None or not info.is_running():
         return False
     # A killed server whose parent never reaps it (a container's init may not) is a zombie.
     try:

@@ -10,15 +10,54 @@ from django.db import connection
 
 from memories.selectors import embedding_column_dimensions, embedding_space_get
 
+# Search filters by type, tier and tag during the index scan (hnsw.iterative_scan, pgvector 0.8):
+# an older pgvector would apply them after a fixed-size scan and silently return too few results.
+PGVECTOR_NEEDED = (0, 8, 0)
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".") if part.isdigit()) if text else ()
+
+
+def pgvector_versions() -> tuple[str | None, str | None]:
+    """pgvector in the hub's database: (the installed extension's version, the version the server
+    offers to install or update to); None where there is none."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
+            "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector')")
+        installed, available = cursor.fetchone()
+    return installed, available
+
+
+def pgvector_refusal(installed: str | None, available: str | None) -> str | None:
+    """Why the hub cannot run on this pgvector (None: it can)."""
+    needed = ".".join(map(str, PGVECTOR_NEEDED))
+    if installed is None and available is None:
+        return (f"the database server has no pgvector extension: install pgvector {needed} or later "
+                "(https://github.com/pgvector/pgvector#installation)")
+    if installed is not None and _version(installed) < PGVECTOR_NEEDED:
+        if available and _version(available) >= PGVECTOR_NEEDED:
+            return (f"pgvector {installed} is installed in the database but the hub needs {needed} or later; "
+                    f"the server has {available}: run ALTER EXTENSION vector UPDATE; in the database")
+        return (f"pgvector {installed} is installed but the hub needs {needed} or later: upgrade the "
+                "extension on the database server, then run ALTER EXTENSION vector UPDATE; in the database")
+    if installed is None and _version(available) < PGVECTOR_NEEDED:
+        return (f"the database server offers pgvector {available} but the hub needs {needed} or later: "
+                "upgrade the extension on the database server")
+    return None
+
 
 def _database() -> dict[str, Any]:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-            row = cursor.fetchone()
+        installed, available = pgvector_versions()
     except Exception as exc:  # database down: report, do not raise
         return {"ok": False, "error": type(exc).__name__}
-    return {"ok": row is not None, "pgvector": row[0] if row else None}
+    refusal = pgvector_refusal(installed, available)
+    state: dict[str, Any] = {"ok": installed is not None and refusal is None, "pgvector": installed}
+    if refusal:
+        state["error"] = refusal
+    return state
 
 
 def health_check() -> tuple[bool, dict[str, Any]]:

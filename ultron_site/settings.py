@@ -529,10 +529,6 @@ ULTRON_SEARCH_EF = env_int(
     help="HNSW ef_search of plain semantic searches (higher: better recall, slower). 200 by "
          "measurement at 1M memories: recall@10 0.979 against exact (100: 0.942; 300 and 400 no better).",
 )
-ULTRON_SEARCH_FILTERED_EF = env_int(
-    "ULTRON_SEARCH_FILTERED_EF", 400, minimum=10, maximum=1000, group="tuning",
-    help="HNSW ef_search of searches filtered by tier or tags.",
-)
 
 # --- ingestion ----------------------------------------------------------------------------
 # Directories whose files POST /api/ingest may read by path (comma-separated); empty = none.

@@ -124,8 +124,8 @@ LIMIT %(limit)s
 
 def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str] | None) -> tuple[str, dict]:
     """The WHERE condition for active memories matching the filters, and its parameters.
-    ``memory_type`` and ``tier`` are checked against their choices and written as literals, so
-    the planner can match the partial indexes' predicates."""
+    ``memory_type`` and ``tier`` are checked against their choices and written as literals (the
+    planner's row estimates then see the value)."""
     where = ["status = 'active'"]
     params: dict[str, Any] = {}
     if memory_type is not None:
@@ -202,6 +202,14 @@ def search_params(
     }
 
 
+# pgvector >= 0.8: when rows the index scan found fail the query's other conditions (a type,
+# tier or tag filter; a row another transaction deleted), the scan goes on through the graph
+# until the LIMIT is met (or hnsw.max_scan_tuples, 20,000 by default, were visited), instead
+# of returning the few that passed. Relaxed order: the rows come nearly sorted; every query
+# here ranks them again by its own score.
+ITERATIVE_SCAN = "SET LOCAL hnsw.iterative_scan = relaxed_order"
+
+
 def _candidates(limit: int) -> int:
     return max(limit * 4, 40)
 
@@ -225,8 +233,8 @@ def memory_search(
     frequencies of the query's words a memory contains, plus its similarity) × the same factors.
     ``hybrid``: both lists (each ranked by its relevance × the factors) fused by reciprocal rank
     (k = 60), normalised so that first in every list is 1. Every result carries its raw cosine
-    similarity too. Filters on type use that type's partial index; tier and tag filters widen
-    the vector side's candidate list, because pgvector applies them after the index scan.
+    similarity too. Type, tier and tag filters are applied during the vector side's index scan
+    (``ITERATIVE_SCAN``): the one graph over active memories serves every filter.
     """
     if mode not in SEARCH_MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -238,17 +246,16 @@ def memory_search(
     # No usable word: keyword mode has nothing to match, while hybrid still ranks by the vector side.
     if mode == "keyword" and not tsquery:
         return []
-    # A type filter has its own partial index; tier and tag filters are applied after the index scan,
-    # which must then look further (flow.md#search-modes). Never fewer entries than the candidates wanted.
-    filtered = tier is not None or bool(tags)
-    ef = max(settings.ULTRON_SEARCH_FILTERED_EF if filtered else settings.ULTRON_SEARCH_EF, _candidates(limit))
+    # Type, tier and tag filters are applied during the index scan, which goes on until enough rows
+    # pass them (flow.md#search-modes). Never fewer entries than the candidates wanted.
+    ef = max(settings.ULTRON_SEARCH_EF, _candidates(limit))
     sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms.terms), tight=bool(tight))
     params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score,
                                 tight=tight))
     with transaction.atomic(), connection.cursor() as cursor:
-        # SET LOCAL, inside the transaction: the next query on this connection gets the default back.
+        # SET LOCAL, inside the transaction: the next query on this connection gets the defaults back.
         # pgvector accepts ef_search up to 1000.
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}")
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}; {ITERATIVE_SCAN}")
         cursor.execute(sql, params)
         columns = [col.name for col in cursor.description]
         rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

@@ -19,6 +19,8 @@ from memories.selectors import (
     selective_terms,
 )
 from memories.selectors import search as search_module
+from memories.selectors.duplicates import _neighbours_sql
+from memories.vectors import vector_literal
 
 pytestmark = pytest.mark.django_db
 
@@ -116,8 +118,10 @@ def _search_sql(**kwargs) -> tuple[str, dict]:
     return captured[0]
 
 
-def _explain(sql: str, params) -> str:
+def _explain(sql: str, params, *settings: str) -> str:
     with transaction.atomic(), connection.cursor() as cursor:
+        for setting in settings:
+            cursor.execute(setting)
         cursor.execute("EXPLAIN " + sql, params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
@@ -128,22 +132,24 @@ def test_search_and_dedup_use_the_hnsw_indexes_at_a_realistic_row_count(settings
     # checks the same plans at 2,000); more only makes the inserts slower.
     _bulk_random(2500, memory_type="pattern")
     _bulk_random(1200, memory_type="error", seed=1)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
     query = unit(99)
-    # Search: the CTE's ORDER BY ... LIMIT runs on the active-memories HNSW index,
-    # and with a type filter on that type's partial index.
+    # Search: the CTE's ORDER BY ... LIMIT runs on the one HNSW index over active memories.
     assert "memory_emb_active_hnsw" in _explain(*_search_sql(vector=query, limit=10))
-    plan = _explain(*_search_sql(vector=query, limit=10, memory_type="error"))
-    assert "memory_emb_error_hnsw" in plan, plan
-    # Dedup: nearest same-type neighbours through the per-type partial index (a type that is a
-    # third of the rows: for one that is most of them the planner may fairly pick either index).
-    from pgvector.django import CosineDistance
-
-    queryset = (
-        Memory.objects.filter(status=Status.ACTIVE, memory_type="error")
-        .annotate(distance=CosineDistance("embedding", query)).order_by("distance")[:5]
-    )
-    plan = queryset.explain()
-    assert "memory_emb_error_hnsw" in plan, plan
+    # A type filter can run on it too (applied during the scan); at this size, a third of the rows
+    # of one type, the planner fairly prefers reading them exactly, so sequential scans are off here.
+    sql, params = _search_sql(vector=query, limit=10, memory_type="error")
+    plan = _explain(sql, params, "SET LOCAL enable_seqscan = off")
+    assert "memory_emb_active_hnsw" in plan, plan
+    # It is the table's only vector index: a memory costs one graph entry.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE '%%USING hnsw%%'",
+                       [Memory._meta.db_table])
+        assert [row[0] for row in cursor.fetchall()] == ["memory_emb_active_hnsw"]
+    # Dedup: the nearest active neighbours, through the same index.
+    plan = _explain(_neighbours_sql(False), {"vector": vector_literal(query), "hash": "none", "exclude": None})
+    assert "memory_emb_active_hnsw" in plan, plan
 
 
 @pytest.mark.slow
@@ -153,6 +159,18 @@ def test_filtered_search_still_finds_rare_tagged_rows_among_many():
     rare = [make(unit(501 + i, target, 0.9), tags=["rare"]) for i in range(3)]
     hits = memory_search(vector=list(target), tags=["rare"], limit=10)
     assert {h.id for h in hits} == {r.pk for r in rare}
+    # A rare type far from the query: the scan goes on through the graph past thousands of
+    # other rows until it has the candidates the filter lets through (min_score -1: unrelated
+    # random vectors score around 0, half of them below).
+    far = [make(unit(600 + i), memory_type="life") for i in range(12)]
+    # The graph, not an exact read of the dozen rows the planner would rightly prefer here (the
+    # test's transaction keeps the setting).
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off")
+    sql, params = _search_sql(vector=list(target), memory_type="life", limit=10, min_score=-1.0)
+    assert "memory_emb_active_hnsw" in _explain(sql, params)
+    hits = memory_search(vector=list(target), memory_type="life", limit=10, min_score=-1.0)
+    assert len(hits) == 10 and {h.id for h in hits} <= {m.pk for m in far}
 
 
 def memory_find_duplicate(*, body_hash, vector, verdicts):

@@ -160,13 +160,15 @@ def test_search_bench_runs_on_the_hnsw_indexes_with_the_documented_recall():
     recall, recall_type = documented(r"recall@10 of the index vs exact \(100 queries\), no filter / memory_type \| "
                                      r"([\d.]+) / ([\d.]+)")
     [scan_ratio_100k] = documented(r"\| Python scan / service p50 \| ([\d,]+)×")
-    n = 2000
+    n = 4000
     figures = _run("bench/search.py", "--n", str(n), "--queries", "5", "--base", "200")
     assert figures["n"] == n
     assert figures["service_plan_index"] == "memory_emb_active_hnsw", figures
-    assert figures["service_type_plan_index"] == "memory_emb_error_hnsw", figures
+    # One graph serves every filter (iterative scans); at this size a type's sixth of the rows is
+    # fairly read exactly by the planner instead (bench/README.md shows the plan at 100k and 1M).
+    assert figures["service_type_plan_index"] in ("memory_emb_active_hnsw", ""), figures
     assert figures["recall_plan_index"] == "memory_emb_active_hnsw" and figures["recall_exact_plan_index"] == ""
-    assert figures["recall_type_plan_index"] == "memory_emb_error_hnsw" and figures["recall_type_exact_plan_index"] == ""
+    assert figures["recall_type_plan_index"] == "memory_emb_active_hnsw" and figures["recall_type_exact_plan_index"] == ""
     assert figures["recall_at_10"] >= recall - 0.01 and figures["recall_at_10_type"] >= recall_type - 0.01, figures
     assert figures["bruteforce_ratio"] >= scan_ratio_100k * n / 100_000 / SHARED_CPU_MARGIN, figures
 
