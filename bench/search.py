@@ -190,7 +190,7 @@ def main() -> None:
             loaded, built, size = load(noisy_vectors(base, picks, seed=12), [texts[i] for i in picks], analyze=False)
             fresh = True
             rows.append(("load / HNSW build / index size",
-                         f"{loaded:.0f}s / {built:.0f}s / {size / 2**20:.0f} MiB (7 indexes)"))
+                         f"{loaded:.0f}s / {built:.0f}s / {size / 2**20:.0f} MiB (the one vector index)"))
             figures.update(load_s=loaded, index_build_s=built, index_mib=size / 2**20)
         cases = {
             "no filter": {},
