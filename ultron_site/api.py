@@ -32,11 +32,21 @@ class LlmCheckSerializer(serializers.Serializer):
     model = serializers.CharField()
 
 
+class WarmCheckSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(choices=["cold", "warming", "ready", "failed"],
+                                    help_text="whether this process has loaded its models and engines")
+    error = serializers.CharField(required=False, help_text="why loading them failed")
+
+
 class HealthSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["ok", "degraded"])
+    status = serializers.ChoiceField(
+        choices=["ok", "warming", "degraded"],
+        help_text="ok: ready to serve; warming: the models are still loading (retry in a few seconds); "
+                  "degraded: a check failed")
     database = DatabaseCheckSerializer()
     embedding_model = EmbeddingCheckSerializer()
     llm = LlmCheckSerializer()
+    warm = WarmCheckSerializer()
 
 
 class HealthApi(APIView):
@@ -49,8 +59,8 @@ class HealthApi(APIView):
 
     @extend_schema(responses={
         200: OpenApiResponse(HealthSerializer, description="every check passed"),
-        503: OpenApiResponse(HealthSerializer, description="a check failed: the body says which"),
+        503: OpenApiResponse(HealthSerializer, description="still warming up, or a check failed: the body says which"),
     })
     def get(self, request: Request) -> Response:
-        healthy, checks = health_check()
-        return Response({"status": "ok" if healthy else "degraded", **checks}, status=200 if healthy else 503)
+        status, checks = health_check()
+        return Response({"status": status, **checks}, status=200 if status == "ok" else 503)

@@ -60,9 +60,23 @@ def _database() -> dict[str, Any]:
     return state
 
 
-def health_check() -> tuple[bool, dict[str, Any]]:
-    """(healthy, checks): the database (with pgvector), the embedding model — installed, and
-    the same as the one the stored vectors came from — and the LLM in use."""
+def _warm() -> dict[str, Any]:
+    """This process's warm-up (``ultron_site.warmup``); a health check is what starts it in a
+    process nothing has warmed yet."""
+    from ultron_site import warmup
+
+    state, error = warmup.warm_state()
+    if state == warmup.COLD:
+        warmup.warm_up_in_background()
+        state, error = warmup.warm_state()
+    return {"state": state, **({"error": error} if error else {})}
+
+
+def health_check() -> tuple[str, dict[str, Any]]:
+    """(status, checks). The checks: the database (with pgvector), the embedding model —
+    installed, and the same as the one the stored vectors came from —, the LLM in use, and
+    whether this process has loaded its models (``warm``). The status: ``ok``; ``warming`` while
+    every other check passes but the models are still loading; ``degraded`` otherwise."""
     database = _database()
     healthy = database["ok"]
     model: dict[str, Any] = {
@@ -89,4 +103,8 @@ def health_check() -> tuple[bool, dict[str, Any]]:
         healthy &= matches
     offline = settings.ULTRON_LLM_PROVIDER == "offline"
     llm = {"provider": settings.ULTRON_LLM_PROVIDER, "model": "rules" if offline else settings.ULTRON_LLM_MODEL}
-    return healthy, {"database": database, "embedding_model": model, "llm": llm}
+    warm = _warm()
+    checks = {"database": database, "embedding_model": model, "llm": llm, "warm": warm}
+    if not healthy or warm["state"] == "failed":
+        return "degraded", checks
+    return ("ok" if warm["state"] == "ready" else "warming"), checks

@@ -54,6 +54,33 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, check=True)
 
 
+def _wait_until_ready(url: str, server: subprocess.Popen, seconds: float = 600) -> bool:
+    """Poll the health check until it says ``ok``: the URL is printed when the first request will
+    not wait for a model. False (with the reason printed) if the server exits or says ``degraded``."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    status = "no answer"
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            print(f"[ultron] the web server exited with {server.returncode} while starting; stopping.",
+                  file=sys.stderr)
+            return False
+        try:
+            body = httpx.get(url, timeout=5).json()
+            status = body.get("status", "?")
+        except (httpx.HTTPError, ValueError):
+            status = "no answer"
+        if status == "ok":
+            return True
+        if status == "degraded":
+            print(f"[ultron] the hub is not healthy: {body}", file=sys.stderr)
+            return False
+        time.sleep(0.5)
+    print(f"[ultron] the hub was not ready after {seconds:.0f} s (last health: {status}); stopping.", file=sys.stderr)
+    return False
+
+
 def run() -> int:
     port = env_get("PORT")
     host = env_get("ULTRON_HOST")
@@ -74,13 +101,19 @@ def run() -> int:
         named = [
             ("gunicorn", subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "ultron_site.wsgi:application",
-                 "--bind", f"{host}:{port}", "--workers", workers, "--threads", "4",
+                 "--config", "python:ultron_site.gunicorn_conf", "--bind", f"{host}:{port}", "--workers", workers, "--threads", "4",
                  "--timeout", "120", "--access-logfile", "-", "--graceful-timeout", "10"],
                 cwd=ROOT,
             )),
             ("qcluster", subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "qcluster"], cwd=ROOT)),
         ]
         children = [child for _, child in named]
+        print("[ultron] warming up: loading the redaction engine and the embedding model ...", flush=True)
+        if not _wait_until_ready(f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}/api/health",
+                                 named[0][1]):
+            for child in children:
+                child.terminate()
+            return 1
         print(f"[ultron] serving on http://{host}:{port}/  (API under /api/, admin at /admin/)."
               " Ctrl-C stops everything.\n[ultron] an API token for an agent: "
               ".venv/bin/python manage.py create_agent NAME", flush=True)

@@ -248,9 +248,11 @@ class JobProgress(Record):
 
 @dataclass
 class Health(Record):
-    """``/api/health``: ``status`` is ``ok`` or ``degraded``; the checks as the hub reports them."""
+    """``/api/health``: ``status`` is ``ok``, ``warming`` (the hub is still loading its models:
+    ask again in a few seconds) or ``degraded``; the checks as the hub reports them."""
 
     status: str
     database: dict[str, Any] = field(default_factory=dict)
     embedding_model: dict[str, Any] = field(default_factory=dict)
     llm: dict[str, Any] = field(default_factory=dict)
+    warm: dict[str, Any] = field(default_factory=dict)

@@ -25,7 +25,11 @@ def _isolated_config(tmp_path, monkeypatch):
 
 @pytest.fixture
 def hub(live_server, agent_token, monkeypatch) -> Hub:
-    """The live hub, with ULTRON_URL / ULTRON_TOKEN set for an ordinary agent."""
+    """The live hub, with ULTRON_URL / ULTRON_TOKEN set for an ordinary agent; warm, as
+    ``make run`` serves it."""
+    from ultron_site.warmup import warm_up
+
+    warm_up()
     monkeypatch.setenv("ULTRON_URL", live_server.url)
     monkeypatch.setenv("ULTRON_TOKEN", agent_token)
     return Hub(url=live_server.url, token=agent_token)

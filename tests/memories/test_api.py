@@ -182,6 +182,9 @@ def test_list_needs_staff_for_archived(api, curator_api):
 
 
 def test_health_needs_no_token(outsider_api):
+    from ultron_site.warmup import warm_up
+
+    warm_up()
     response = outsider_api.get(reverse("health"))
     assert response.status_code == 200
     body = response.json()

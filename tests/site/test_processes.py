@@ -77,7 +77,8 @@ class Gunicorn:
 
     def start(self) -> Gunicorn:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "ultron_site.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+            [sys.executable, "-m", "gunicorn", "ultron_site.wsgi:application",
+             "--config", "python:ultron_site.gunicorn_conf", "--bind", f"127.0.0.1:{self.port}",
              "--workers", str(self.workers), "--threads", "4", "--timeout", "300"],
             cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         )
