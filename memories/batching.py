@@ -9,7 +9,7 @@ from typing import Any
 class _Request:
     __slots__ = ("pieces", "vectors", "error", "done")
 
-    def __init__(self, pieces: list[Any]) -> None:
+    def __init__(self, pieces: list[str]) -> None:
         self.pieces = pieces
         self.vectors: Any = None
         self.error: BaseException | None = None
@@ -17,9 +17,8 @@ class _Request:
 
 
 class BatchingEncoder:
-    """Runs ``encode`` (items in — texts, or a text's word pieces — one result per item out, in
-    order: an array's rows or a list) for several threads at once, in one batch: the embedding
-    model, and spaCy's pass in redaction.
+    """Runs ``encode`` (texts in, one result per text out, in order: an array's rows or a list)
+    for several threads at once, in one batch: spaCy's pass in redaction.
 
     The model must not be called from two threads at a time, and on a CPU one batch of n texts
     costs far less than n calls. So a caller that finds the model busy queues its texts; when
@@ -35,7 +34,7 @@ class BatchingEncoder:
         self._busy = False
         self.batches = 0  # how many batches ran (for tests and benchmarks)
 
-    def __call__(self, pieces: list[Any]) -> Any:
+    def __call__(self, pieces: list[str]) -> Any:
         request = _Request(pieces)
         with self._cond:
             self._pending.append(request)

