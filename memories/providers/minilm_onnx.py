@@ -7,9 +7,10 @@ from the tensors in ``model.safetensors`` and the sizes in ``config.json``. It t
 ``input_ids`` and ``attention_mask`` (int64, batch x length) and gives ``sentence_embedding``
 (float32, batch x 384, each row of length 1).
 
-It is built once into ``$ULTRON_DATA_DIR/models`` under a name that holds a digest of the files it
-is made from and :data:`BUILDER_VERSION`, so a new package release or a change to this builder
-makes a new file and everything else reuses the one there (flow.md#embedding-models).
+It is built once into ``$ULTRON_DATA_DIR/models`` (the graph, and its weights in a ``.data`` file
+beside it) under a name that holds a digest of the files it is made from and
+:data:`BUILDER_VERSION`, so a new package release or a change to this builder makes new files and
+everything else reuses the ones there (flow.md#embedding-models).
 """
 
 from __future__ import annotations
@@ -248,31 +249,51 @@ def _give_back_freed_memory() -> None:
         pass
 
 
+def _write(model: Any, path: Path) -> None:
+    """``path`` (the graph) and ``path.data`` (the weights, which ONNX Runtime maps from the
+    file rather than copying them: less memory in each process, and the pages of the word
+    embeddings, mostly never read, are shared between processes). Both are written in a private
+    directory beside them and renamed into place, the weights first: a process starting at the
+    same moment never reads a half-written file, and two that build at once end with the same
+    two files (the build is deterministic)."""
+    import shutil
+
+    import onnx
+
+    data = path.with_name(path.name + ".data")
+    scratch = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+    try:
+        onnx.save_model(model, str(scratch / path.name), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=data.name, size_threshold=1024)
+        os.replace(scratch / data.name, data)
+        os.replace(scratch / path.name, path)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def ensure(models_dir: Path, source: Path | None = None) -> Path | bytes:
     """The model's file under ``models_dir``, built there first if it is not there yet; the
     serialised model itself when the directory cannot be written (a read-only data directory
     costs a build on every start, not the embeddings)."""
     source = source or package_dir()
     path = model_path(models_dir, source)
-    if path.exists():
+    if path.exists() and path.with_name(path.name + ".data").exists():
         return path
     import time
 
     started = time.perf_counter()
-    data = build(source).SerializeToString()
-    _give_back_freed_memory()
+    model = build(source)
     try:
         models_dir.mkdir(parents=True, exist_ok=True)
-        # Written beside the target and renamed: a process starting at the same moment never
-        # reads a half-written file, and two that build at once both end with the same one.
-        with tempfile.NamedTemporaryFile(dir=models_dir, prefix=f".{path.name}.", delete=False) as handle:
-            handle.write(data)
-        os.replace(handle.name, path)
+        _write(model, path)
     except OSError as exc:
         logger.warning("could not write the ONNX model to %s (%s): using it from memory", models_dir, exc)
-        return data
+        return model.SerializeToString()
+    finally:
+        del model
+        _give_back_freed_memory()
     logger.info("built %s from %s in %.1f s", path, source, time.perf_counter() - started)
-    for stale in models_dir.glob(f"{NAME}-*.onnx"):
-        if stale != path:
+    for stale in models_dir.glob(f"{NAME}-*.onnx*"):
+        if stale.name not in (path.name, path.name + ".data"):
             stale.unlink(missing_ok=True)  # an earlier package's or builder's model
     return path

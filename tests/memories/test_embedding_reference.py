@@ -74,41 +74,54 @@ def _fake_sources(directory: Path, *, eps: str = "1e-12") -> Path:
     return directory
 
 
-def test_the_model_file_is_built_once_reused_and_rebuilt_when_its_sources_change(tmp_path, monkeypatch):
+def _tiny_model(value: float):
+    """A real ONNX model, small, with weights big enough to go to the ``.data`` file."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = numpy_helper.from_array(np.full(512, value, dtype=np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "tiny",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [512])], [weights])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_the_model_files_are_built_once_reused_and_rebuilt_when_their_sources_change(tmp_path, monkeypatch):
+    import onnxruntime
+
     builds: list[Path] = []
 
-    class _Built:
-        def SerializeToString(self) -> bytes:  # noqa: N802 - onnx's name
-            return b"model %d" % len(builds)
-
-    def build(source: Path) -> _Built:
+    def build(source: Path):
         builds.append(source)
-        return _Built()
+        return _tiny_model(len(builds))
 
     monkeypatch.setattr(minilm_onnx, "build", build)
     source = _fake_sources(tmp_path / "package")
     models = tmp_path / "data" / "models"
     first = minilm_onnx.ensure(models, source)
-    assert isinstance(first, Path) and first.parent == models and first.read_bytes() == b"model 1"
+    assert isinstance(first, Path) and first.parent == models
     assert first.name.startswith("all-MiniLM-L6-v2-") and first.name.endswith(f"-v{minilm_onnx.BUILDER_VERSION}.onnx")
+    # the weights are in the .data file beside the graph, which ONNX Runtime finds and reads
+    assert (models / (first.name + ".data")).stat().st_size >= 2048 > first.stat().st_size
+    session = onnxruntime.InferenceSession(str(first), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": np.zeros(512, dtype=np.float32)})[0][0] == 1.0
     assert minilm_onnx.ensure(models, source) == first and len(builds) == 1  # reused, not rebuilt
-    (source / "config.json").write_text("config.json 1e-6")  # another model: another file
+    (source / "config.json").write_text("config.json 1e-6")  # another model: other files
     second = minilm_onnx.ensure(models, source)
-    assert second != first and len(builds) == 2 and not first.exists()
+    assert isinstance(second, Path) and second != first and len(builds) == 2
     monkeypatch.setattr(minilm_onnx, "BUILDER_VERSION", minilm_onnx.BUILDER_VERSION + 1)  # a new builder
     third = minilm_onnx.ensure(models, source)
-    assert third.name.endswith(f"-v{minilm_onnx.BUILDER_VERSION}.onnx") and len(builds) == 3
-    assert [path.name for path in models.iterdir()] == [third.name]  # no temporary file left behind
+    assert isinstance(third, Path) and third.name.endswith(f"-v{minilm_onnx.BUILDER_VERSION}.onnx")
+    # the earlier models are removed, and no scratch directory is left behind
+    assert sorted(path.name for path in models.iterdir()) == [third.name, third.name + ".data"]
+    (models / (third.name + ".data")).unlink()  # half a model is no model
+    assert minilm_onnx.ensure(models, source) == third and len(builds) == 4
 
 
 def test_a_data_directory_that_cannot_be_written_costs_a_build_not_the_model(tmp_path, monkeypatch):
-    class _Built:
-        def SerializeToString(self) -> bytes:  # noqa: N802 - onnx's name
-            return b"model"
-
-    monkeypatch.setattr(minilm_onnx, "build", lambda source: _Built())
+    monkeypatch.setattr(minilm_onnx, "build", lambda source: _tiny_model(1.0))
     (tmp_path / "data").write_text("a file where the data directory should be")
-    assert minilm_onnx.ensure(tmp_path / "data" / "models", _fake_sources(tmp_path / "package")) == b"model"
+    model = minilm_onnx.ensure(tmp_path / "data" / "models", _fake_sources(tmp_path / "package"))
+    assert isinstance(model, bytes) and model == _tiny_model(1.0).SerializeToString()
 
 
 def test_the_built_graph_reads_its_sizes_from_the_configuration():
