@@ -36,6 +36,7 @@ test: $(STAMP) /usr/bin/chromium
 
 # The quick benchmark set (a few minutes on 2 cores); each script also runs alone, see bench/README.md.
 bench: $(STAMP)
+	$(PY) bench/embed.py
 	$(PY) bench/redaction.py --limit 300
 	$(PY) bench/dedup.py
 	$(PY) bench/upload.py --n 200
