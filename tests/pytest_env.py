@@ -17,8 +17,6 @@ os.environ["ULTRON_LLM_BACKOFF_SECONDS"] = "0"
 os.environ["ULTRON_API_RATE"] = "100000/min"
 os.environ.pop("DASHSCOPE_API_KEY", None)
 os.environ.pop("OPENAI_BASE_URL", None)
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from ultron_site.startup import prepare  # noqa: E402
 

