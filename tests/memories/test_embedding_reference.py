@@ -117,6 +117,33 @@ def test_the_model_files_are_built_once_reused_and_rebuilt_when_their_sources_ch
     assert minilm_onnx.ensure(models, source) == third and len(builds) == 4
 
 
+def test_two_starts_building_at_once_both_end_with_the_same_whole_model(tmp_path, monkeypatch):
+    """Two starts (threads here; processes share nothing more than the directory) both find no
+    model, both build (each held until the other has started), both rename into place."""
+    import threading
+
+    import onnxruntime
+
+    both_building = threading.Barrier(2, timeout=10)
+
+    def build(source: Path):
+        both_building.wait()
+        return _tiny_model(1.0)
+
+    monkeypatch.setattr(minilm_onnx, "build", build)
+    source, models = _fake_sources(tmp_path / "package"), tmp_path / "models"
+    paths: list[object] = []
+    threads = [threading.Thread(target=lambda: paths.append(minilm_onnx.ensure(models, source))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert len(paths) == 2 and paths[0] == paths[1] and isinstance(paths[0], Path)
+    assert sorted(path.name for path in models.iterdir()) == [paths[0].name, paths[0].name + ".data"]
+    session = onnxruntime.InferenceSession(str(paths[0]), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": np.ones(512, dtype=np.float32)})[0][0] == 2.0
+
+
 def test_a_data_directory_that_cannot_be_written_costs_a_build_not_the_model(tmp_path, monkeypatch):
     monkeypatch.setattr(minilm_onnx, "build", lambda source: _tiny_model(1.0))
     (tmp_path / "data").write_text("a file where the data directory should be")
