@@ -67,6 +67,31 @@ def test_embedding_imports_neither_torch_nor_the_hugging_face_libraries():
     assert "loaded: []" in result.stdout, result.stdout
 
 
+def test_a_forked_process_makes_its_own_session_and_gets_the_same_vectors():
+    """A web server that loads the model and then forks its workers: the ONNX session's threads
+    stay in the parent (a child using its session runs on one thread), so the child makes its own."""
+    embedder = get_embedder()
+    texts = ["pip install fails behind the proxy", "x " * 300]
+    before = embedder.embed(texts)
+    parent_session = embedder._load()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, and leave without running any of pytest's teardown
+        try:
+            vectors = embedder.embed(texts)
+            answer = {"own_session": embedder._load() is not parent_session,
+                      "cosine": float((vectors * before).sum(axis=1).min())}
+            os.write(write, json.dumps(answer).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        answer = json.loads(pipe.read())
+    assert answer["own_session"] and answer["cosine"] > 0.99999
+    assert embedder._load() is parent_session  # the parent keeps its own
+
+
 def _fake_sources(directory: Path, *, eps: str = "1e-12") -> Path:
     (directory / "1_Pooling").mkdir(parents=True)
     for name in minilm_onnx.SOURCES:
