@@ -52,6 +52,10 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
 
 # Word pieces in a run (rows x padded length) up to which the run keeps its buffers in the arena.
 _SMALL_RUN = 2048
+# Sessions a process inherited through fork (a web server loading models before it forks its
+# workers): their threads stayed in the parent, so the child makes its own session; the
+# inherited one is kept, never destroyed, as destroying it would wait for threads that are not there.
+_inherited_sessions: list[Any] = []
 
 
 class LocalEmbedder:
@@ -76,11 +80,14 @@ class LocalEmbedder:
         self._tokenizer: Any = None
         self._lock = threading.Lock()
         self._shrink: Any = None
+        self._pid = 0
 
     def _load(self) -> Any:
-        if self._session is None:
+        if self._session is None or self._pid != os.getpid():
             with self._lock:
-                if self._session is None:
+                if self._session is None or self._pid != os.getpid():
+                    if self._session is not None:  # made before this process was forked
+                        _inherited_sessions.append(self._session)
                     import onnxruntime
                     from tokenizers import Tokenizer
 
@@ -120,6 +127,7 @@ class LocalEmbedder:
                     self._shrink = shrink
                     self._tokenizer = tokenizer
                     self._session = session
+                    self._pid = os.getpid()
                     logger.info("loaded the local embedding model (%s) in %.1f s", model if isinstance(model, Path)
                                 else "built in memory", time.perf_counter() - started)
         return self._session

@@ -67,6 +67,31 @@ def test_embedding_imports_neither_torch_nor_the_hugging_face_libraries():
     assert "loaded: []" in result.stdout, result.stdout
 
 
+def test_a_forked_process_makes_its_own_session_and_gets_the_same_vectors():
+    """A web server that loads the model and then forks its workers: the ONNX session's threads
+    stay in the parent (a child using its session runs on one thread), so the child makes its own."""
+    embedder = get_embedder()
+    texts = ["pip install fails behind the proxy", "x " * 300]
+    before = embedder.embed(texts)
+    parent_session = embedder._load()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, and leave without running any of pytest's teardown
+        try:
+            vectors = embedder.embed(texts)
+            answer = {"own_session": embedder._load() is not parent_session,
+                      "cosine": float((vectors * before).sum(axis=1).min())}
+            os.write(write, json.dumps(answer).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        answer = json.loads(pipe.read())
+    assert answer["own_session"] and answer["cosine"] > 0.99999
+    assert embedder._load() is parent_session  # the parent keeps its own
+
+
 def _fake_sources(directory: Path, *, eps: str = "1e-12") -> Path:
     (directory / "1_Pooling").mkdir(parents=True)
     for name in minilm_onnx.SOURCES:
@@ -115,6 +140,33 @@ def test_the_model_files_are_built_once_reused_and_rebuilt_when_their_sources_ch
     assert sorted(path.name for path in models.iterdir()) == [third.name, third.name + ".data"]
     (models / (third.name + ".data")).unlink()  # half a model is no model
     assert minilm_onnx.ensure(models, source) == third and len(builds) == 4
+
+
+def test_two_starts_building_at_once_both_end_with_the_same_whole_model(tmp_path, monkeypatch):
+    """Two starts (threads here; processes share nothing more than the directory) both find no
+    model, both build (each held until the other has started), both rename into place."""
+    import threading
+
+    import onnxruntime
+
+    both_building = threading.Barrier(2, timeout=10)
+
+    def build(source: Path):
+        both_building.wait()
+        return _tiny_model(1.0)
+
+    monkeypatch.setattr(minilm_onnx, "build", build)
+    source, models = _fake_sources(tmp_path / "package"), tmp_path / "models"
+    paths: list[object] = []
+    threads = [threading.Thread(target=lambda: paths.append(minilm_onnx.ensure(models, source))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert len(paths) == 2 and paths[0] == paths[1] and isinstance(paths[0], Path)
+    assert sorted(path.name for path in models.iterdir()) == [paths[0].name, paths[0].name + ".data"]
+    session = onnxruntime.InferenceSession(str(paths[0]), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": np.ones(512, dtype=np.float32)})[0][0] == 2.0
 
 
 def test_a_data_directory_that_cannot_be_written_costs_a_build_not_the_model(tmp_path, monkeypatch):
