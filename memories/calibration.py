@@ -316,7 +316,3 @@ def calibration_fit(embed: Embed) -> Calibration:
     if missing:
         raise RuntimeError(f"no calibration rule answered for {', '.join(missing)}")
     return Calibration(by_name)
-
-
-def sources(calibration: Calibration) -> Iterable[Path]:
-    return sorted({path for fitted in calibration.fitted.values() for path in fitted.sources})
