@@ -19,28 +19,20 @@ Each text is embedded the way the hub embeds a memory; the duplicate check looks
 - **merge candidate**: similarity ≥ the soft threshold otherwise (the LLM or a curator decides).
 
 Printed per set: automatic precision and recall, candidate recall (duplicates merged or put
-before a judge) and how many distinct pairs become candidates. Then the calibration: the
-lowest duplicate threshold whose automatic precision is ≥ 0.97 on every set, and the highest
-soft threshold whose candidate recall on STS test is ≥ 0.80 — the table's values should not
-be below / above those.
+before a judge) and how many distinct pairs become candidates. Then the values ``manage.py
+calibrate``'s rules (``memories.calibration``) give on these sets, STS included (calibrate
+itself reads only the sets the repository ships).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import ROOT, django_setup, eval_path, print_table, write_results  # noqa: E402
-
-PAIRS_FILE = ROOT / "tests" / "data" / "dedup_pairs.jsonl"
-AUTO_PRECISION_TARGET = 0.97
-CANDIDATE_RECALL_TARGET = 0.80
+from bench._common import django_setup, eval_path, print_table, write_results  # noqa: E402
 
 
 def sts_pairs(split: str) -> list[tuple[str, str, bool]]:
@@ -58,43 +50,14 @@ def sts_pairs(split: str) -> list[tuple[str, str, bool]]:
 
 
 def labelled_sets() -> dict[str, list[tuple[str, str, bool]]]:
+    from memories.calibration import pair_sets
+
     sets: dict[str, list[tuple[str, str, bool]]] = {}
     for split in ("dev", "test"):
         pairs = sts_pairs(split)
         if pairs:
             sets[f"sts-{split}"] = pairs
-    for line in PAIRS_FILE.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            sets.setdefault(row["set"], []).append((row["a"], row["b"], bool(row["duplicate"])))
-    return sets
-
-
-class Scored:
-    """One set's pairs as the hub sees them: similarity, same type, conflicts."""
-
-    def __init__(self, pairs: list[tuple[str, str, bool]], embedder) -> None:
-        from memories.judgements.same_subject import details_conflicts
-        from memories.text import embedding_text
-
-        first = embedder.embed([embedding_text(a, "", "") for a, _, _ in pairs])
-        second = embedder.embed([embedding_text(b, "", "") for _, b, _ in pairs])
-        self.truth = np.array([dup for _, _, dup in pairs])
-        self.similarity = (first * second).sum(axis=1)
-        self.clean = np.array([not details_conflicts(a, b) for a, b, _ in pairs])
-
-    def automatic(self, duplicate: float) -> np.ndarray:
-        return (self.similarity >= duplicate) & self.clean
-
-    def judged(self, soft: float) -> np.ndarray:
-        """Merged automatically or put before a judge (the LLM or a curator)."""
-        return self.similarity >= soft
-
-    def precision(self, chosen: np.ndarray) -> float:
-        return float((chosen & self.truth).sum() / chosen.sum()) if chosen.sum() else 1.0
-
-    def recall(self, chosen: np.ndarray) -> float:
-        return float((chosen & self.truth).sum() / self.truth.sum()) if self.truth.sum() else float("nan")
+    return {**sets, **pair_sets()}
 
 
 def main() -> None:
@@ -102,12 +65,13 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     django_setup()
+    from memories.calibration import ScoredPairs, fit_duplicate, fit_soft
     from memories.providers.embeddings import get_embedder
     from memories.thresholds import model_thresholds
 
     embedder = get_embedder()
     limits = model_thresholds()
-    scored = {name: Scored(pairs, embedder) for name, pairs in labelled_sets().items()}
+    scored = {name: ScoredPairs(pairs, embedder.embed) for name, pairs in labelled_sets().items()}
     rows: list[tuple[str, str]] = [
         ("model", f"{embedder.model}: duplicate {limits.duplicate}, soft {limits.soft} ({limits.calibration})"),
     ]
@@ -132,23 +96,16 @@ def main() -> None:
             f"({result['auto_wrong']} wrong) · candidate recall {result['candidate_recall']:.3f} · "
             f"{result['candidates']} candidates ({result['candidates_distinct']} distinct)",
         ))
-    # Calibration over a grid: the thresholds the data supports for this model.
-    grid = np.round(np.arange(0.70, 0.991, 0.005), 3)
-    safe = [t for t in grid if all(d.precision(d.automatic(t)) >= AUTO_PRECISION_TARGET for d in scored.values())]
-    if safe:
-        lowest = float(min(safe))
-        figures["calibrated_duplicate"] = lowest
-        rows.append((f"lowest duplicate threshold with automatic P ≥ {AUTO_PRECISION_TARGET} on every set",
-                     f"{lowest:.3f}" + "".join(f" · {n} R {d.recall(d.automatic(lowest)):.3f}"
-                                               for n, d in scored.items() if d.truth.any())))
-    if "sts-test" in scored:
-        test = scored["sts-test"]
-        reach = [t for t in grid if test.recall(test.judged(t)) >= CANDIDATE_RECALL_TARGET]
-        if reach:
-            highest = float(max(reach))
-            figures["calibrated_soft"] = highest
-            rows.append((f"highest soft threshold with candidate recall ≥ {CANDIDATE_RECALL_TARGET} on sts-test",
-                         f"{highest:.3f}"))
+    # What calibrate's rules give on every set here (STS included).
+    duplicate = fit_duplicate(scored)
+    soft = fit_soft(scored, duplicate.value)
+    # The lowest duplicate threshold that keeps automatic precision on every set (the table's value must
+    # not be below it), and the rule's value, which adds its margin.
+    figures["calibrated_duplicate"] = duplicate.basis["lowest_safe"]
+    figures["calibrate_duplicate"] = duplicate.value
+    figures["calibrated_soft"] = soft.value
+    rows.append(("calibrate's duplicate rule on these sets", f"{duplicate.value:.3f} ({duplicate.rule})"))
+    rows.append(("calibrate's soft rule on these sets", f"{soft.value:.3f} ({soft.rule})"))
     print_table("Duplicate rule on labelled pairs", rows)
     write_results("dedup", figures, as_json=args.json)
 

@@ -9,7 +9,8 @@ its conversation (the tag filter) and over the whole pool — in the three modes
 and MRR of the evidence turns are reported per category and overall, and R@10 separately for
 the tuning half (conversations 0-4, where ranking choices are made) and the held-out half (5-9,
 where they are checked). ``--split`` asks only one half's questions (all turns are loaded either
-way). No LLM is involved. Searches go through the selector, so they record no hits.
+way). No LLM is involved. Searches go through the selector, so they record no hits; they apply the
+embedding space's relevance floor as the search service does (``--floor F`` another, -1 none).
 Reference (plain turns, per conversation): MiniLM dense ≈ 0.50 recall@10, BM25 0.57, RRF 0.60.
 """
 
@@ -71,6 +72,8 @@ def main() -> None:
     parser.add_argument("--split", choices=("all", *HALVES), default="all",
                         help="ask the questions of the tuning half (conversations 0-4), the held-out half (5-9) or all")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--floor", type=float, default=None,
+                        help="relevance floor (default: the embedding space's, as the search service; -1: none)")
     parser.add_argument("--keep-db", metavar="NAME",
                         help="reuse (or create and keep) this bench_* database; the turns are uploaded only once")
     args = parser.parse_args()
@@ -88,10 +91,15 @@ def main() -> None:
     from memories.redaction import redact_many
     from memories.selectors import memory_search, query_embedding_text
     from memories.services import embed_texts
+    from memories.services.recall import relevance_floor
 
     rows: list[tuple[str, str]] = []
     figures: dict = {}
     with bench_database(args.keep_db):
+        # The search service's floor: the bench database holds no calibration, so the model's row.
+        floor = relevance_floor() if args.floor is None else (None if args.floor <= -1 else args.floor)
+        rows.append(("relevance floor", "none" if floor is None else f"{floor:.3f}"))
+        figures["floor"] = floor
         from django.conf import settings
         from django.db import connection
 
@@ -119,7 +127,7 @@ def main() -> None:
                 tags = [f"conv-{sample_id}"] if scope == "conversation" else None
                 for mode in MODES:
                     started = time.perf_counter()
-                    hits = memory_search(vector=vector, limit=10, tags=tags, mode=mode, text=text)
+                    hits = memory_search(vector=vector, limit=10, tags=tags, mode=mode, text=text, floor=floor)
                     timings[mode].append(time.perf_counter() - started)
                     ranks = [i for i, h in enumerate(hits, 1) if str(h.id) in wanted]
                     first = ranks[0] if ranks else None

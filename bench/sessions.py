@@ -118,25 +118,6 @@ def matches(text: str, keywords: list[list[str]]) -> bool:
     return all(any(alt.lower() in lowered for alt in group) for group in keywords)
 
 
-def boundary_scores(predicted: dict[str, list[int]], labels: list[dict]) -> dict[str, float]:
-    hits = guessed = wanted = 0
-    for label in labels:
-        windows = [task["window"] for task in label["tasks"][1:]]
-        cuts = predicted.get(label["file"], [])
-        guessed += len(cuts)
-        wanted += len(windows)
-        free = list(windows)
-        for cut in cuts:
-            window = next((w for w in free if w[0] <= cut <= w[1]), None)
-            if window is not None:
-                free.remove(window)
-                hits += 1
-    precision = hits / guessed if guessed else 0.0
-    recall = hits / wanted if wanted else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"boundaries": wanted, "cuts": guessed, "right": hits, "precision": precision, "recall": recall, "f1": f1}
-
-
 def lesson_scores(memories: dict[str, list[dict]], lessons: list[dict]) -> tuple[dict, list, list]:
     by_file: dict[str, list[dict]] = defaultdict(list)
     for lesson in lessons:
@@ -162,6 +143,7 @@ def lesson_scores(memories: dict[str, list[dict]], lessons: list[dict]) -> tuple
 def run_set(label_set: dict) -> tuple[dict, list, list]:
     from agents.services import agent_create
     from ingestion import services
+    from ingestion.calibration import boundary_scores
     from ingestion.models import SegmentMemory, TaskSegment
 
     files = sorted({label["file"] for label in label_set["boundaries"]} | {x["file"] for x in label_set["lessons"]})

@@ -42,3 +42,10 @@ def memories_reembedded(**_: Any) -> None:
     # Centroids and skill search vectors live in the old space too: rebuild them.
     services.clusters_rebuild()
     services.skills_reembed()
+
+
+@receiver(signals.calibration_requested, dispatch_uid="clusters.calibration_requested")
+def calibration_requested(*, embed: Any, **_: Any) -> list:
+    from clusters.calibration import cluster_thresholds_fit
+
+    return cluster_thresholds_fit(embed)

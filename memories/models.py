@@ -198,6 +198,28 @@ class EmbeddingSpace(models.Model):
         return f"{self.provider}:{self.model}/{self.dimensions}"
 
 
+class EmbeddingCalibration(models.Model):
+    """The thresholds ``manage.py calibrate`` fitted for one embedding space (provider, model,
+    dimensions, text format), with what each is expected to give on the labelled sets.
+    Keyed by the space rather than tied to the ``EmbeddingSpace`` row, which ``reembed``
+    replaces: switching back to a model measured before finds its values again."""
+
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    text_format = models.PositiveSmallIntegerField()
+    values = models.JSONField(help_text="{name: value} for the names in memories.thresholds.VALUES")
+    report = models.JSONField(default=dict, blank=True, help_text="each value's rule and per-set figures")
+    calibrated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["provider", "model", "dimensions", "text_format"],
+                                               name="embedding_calibration_space")]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}/{self.dimensions} (format {self.text_format})"
+
+
 class MemoryEdit(models.Model):
     """One change a person made to a memory (an edit, archive, restore, merge, split): who, when,
     and the fields before and after. The memory's admin page shows them as its history."""

@@ -7,7 +7,8 @@ work — never from a model's ``save()`` — with ``send()``, not ``send_robust(
 synchronously inside the sender's transaction, so a receiver that fails rolls the whole change
 back instead of leaving the two apps out of step.
 
-Every signal is sent with ``sender=Memory`` (the model class) and keyword arguments only.
+Every signal is sent with ``sender=Memory`` (the model class; ``calibration_requested``:
+``EmbeddingCalibration``) and keyword arguments only.
 """
 
 from __future__ import annotations
@@ -37,3 +38,9 @@ embedding_dimensions_changed = Signal()
 
 #: Every memory was re-embedded with a new model (inside the re-embedding transaction).
 memories_reembedded = Signal()
+
+#: ``manage.py calibrate`` is fitting the thresholds of the configured embedding space. Sent with
+#: ``sender=EmbeddingCalibration`` and ``embed`` (texts → L2-normalised vectors, the configured
+#: embedder with a cache); each receiver returns a list of ``memories.calibration.Fitted`` for
+#: the values whose rule lives in its app (the clusters' join and merge, the segmenter's shift).
+calibration_requested = Signal()

@@ -110,13 +110,16 @@ def _fresh_django_cache():
 @pytest.fixture(autouse=True)
 def _fresh_process_caches():
     """Each test's database starts empty, so what this process caches about the database must
-    too: the embedding space's 'verified' flag; and the cached query embeddings, which a test's
-    redaction settings would otherwise carry into the next."""
+    too: the embedding space's 'verified' flag; the stored calibration's thresholds; and the cached
+    query embeddings, which a test's redaction settings would otherwise carry into the next."""
     from memories.services import embedding_space_forget
     from memories.services.recall import query_cache_forget
+    from memories.thresholds import thresholds_forget
 
     embedding_space_forget()
     query_cache_forget()
+    thresholds_forget()
     yield
     embedding_space_forget()
     query_cache_forget()
+    thresholds_forget()

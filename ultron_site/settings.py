@@ -437,16 +437,16 @@ ULTRON_REDACT_NER = env_bool(
 )
 
 # --- memory service -----------------------------------------------------------------------
-# Defaults per embedding model live in memories/thresholds.py; these override them.
+# Defaults per embedding space live in memories/thresholds.py (manage.py calibrate fits them); these override them.
 ULTRON_DUPLICATE_THRESHOLD = env_float(
     "ULTRON_DUPLICATE_THRESHOLD", None, minimum=0.0, maximum=1.0, group="memories",
-    doc_default="per embedding model (0.92 for all-MiniLM-L6-v2)",
+    doc_default="per embedding space (0.92 for all-MiniLM-L6-v2)",
     help="Cosine similarity at or above which a new memory, with no conflicting "
          "details, merges into the one it duplicates automatically.",
 )
 ULTRON_DUPLICATE_SOFT_THRESHOLD = env_float(
     "ULTRON_DUPLICATE_SOFT_THRESHOLD", None, minimum=0.0, maximum=1.0, group="memories",
-    doc_default="per embedding model (0.70 for all-MiniLM-L6-v2)",
+    doc_default="per embedding space (0.70 for all-MiniLM-L6-v2)",
     help="Lower edge of the merge-candidate band: the LLM judges such a pair, or (without an "
          "LLM) a curator; at most ULTRON_DUPLICATE_THRESHOLD.",
 )
@@ -512,6 +512,14 @@ ULTRON_SEARCH_MODE = env_choice(
     help="Search mode when a request names none: semantic (vectors), keyword (PostgreSQL full "
          "text) or hybrid (both, fused by reciprocal rank).",
 )
+# Defaults per embedding space live in memories/thresholds.py (manage.py calibrate fits them); this overrides.
+ULTRON_SEARCH_RELEVANCE_FLOOR = env_float(
+    "ULTRON_SEARCH_RELEVANCE_FLOOR", None, minimum=-1.0, maximum=1.0, group="search",
+    doc_default="per embedding space (0.20 for all-MiniLM-L6-v2; none, -1, for a model not calibrated)",
+    help="Search, context and the admin's search drop a memory whose cosine similarity to the "
+         "query is below this, unless a keyword match supports it: a query about nothing in the "
+         "hub answers nothing. -1 turns it off.",
+)
 # Keyword side of search: at most this many full-text matches are ranked per query.
 ULTRON_SEARCH_KEYWORD_CAP = env_int(
     "ULTRON_SEARCH_KEYWORD_CAP", 1000, minimum=50, maximum=1_000_000, group="tuning",
@@ -565,7 +573,7 @@ ULTRON_RAW_ARCHIVE_REDACT = env_bool(
 )
 ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float(
     "ULTRON_SEGMENT_SHIFT_THRESHOLD", None, minimum=-1.0, maximum=1.0, group="ingestion",
-    doc_default="the embedding model's same-topic (cluster) threshold, 0.55 for all-MiniLM-L6-v2",
+    doc_default="per embedding space (0.55 for all-MiniLM-L6-v2)",
     help="Offline segmenter: a user turn less similar than this to the current goals starts a "
          "new segment.",
 )
@@ -604,13 +612,13 @@ ULTRON_CONSOLIDATION_ENABLED = env_bool(
 # --- clusters and skills ------------------------------------------------------------------
 ULTRON_CLUSTER_SIMILARITY_THRESHOLD = env_float(
     "ULTRON_CLUSTER_SIMILARITY_THRESHOLD", None, minimum=-1.0, maximum=1.0, group="clusters",
-    doc_default="per embedding model (0.55 for all-MiniLM-L6-v2)",
+    doc_default="per embedding space (0.55 for all-MiniLM-L6-v2)",
     help="A new memory joins the nearest cluster at or above this cosine similarity to its "
          "centroid, else starts one.",
 )
 ULTRON_CLUSTER_MERGE_THRESHOLD = env_float(
     "ULTRON_CLUSTER_MERGE_THRESHOLD", None, minimum=-1.0, maximum=1.0, group="clusters",
-    doc_default="per embedding model (0.75 for all-MiniLM-L6-v2)",
+    doc_default="per embedding space (0.75 for all-MiniLM-L6-v2)",
     help="The pipeline's cluster repair merges two clusters whose centroids are at least this "
          "similar.",
 )

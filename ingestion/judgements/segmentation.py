@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,40 +194,70 @@ def _quiet(command: str) -> bool:
 
 
 def shift_threshold() -> float:
-    """How similar a user turn must be to the current goals to stay in the segment: the setting
-    when given, else the embedding model's same-topic threshold (the one clustering uses)."""
-    if settings.ULTRON_SEGMENT_SHIFT_THRESHOLD is not None:
-        return settings.ULTRON_SEGMENT_SHIFT_THRESHOLD
-    return model_thresholds().cluster
+    """How similar a user turn must be to the current goals to stay in the segment: the embedding
+    space's ``shift`` (``ULTRON_SEGMENT_SHIFT_THRESHOLD`` when set; fitted by ``manage.py calibrate``,
+    ``ingestion.calibration``)."""
+    return model_thresholds().shift
 
 
-def segment_offline(messages: list[Message]) -> list[Span]:
-    if not messages:
-        return []
+@dataclass
+class GoalTurns:
+    """What the offline segmenter decides about a session's user turns before any threshold: the
+    goal turns, how each later one is decided (``new``: a cue starts a task; ``same``: it confirms
+    or answers the agent, or follows up; ``similarity``: its embedding against the current goals
+    decides), their vectors, and the agent's own cuts."""
+
+    goals: list[int]
+    kinds: list[str]
+    vectors: np.ndarray | None
+    agent_cuts: list[int]
+
+
+def goal_texts(messages: list[Message]) -> tuple[list[int], list[str]]:
+    """The user's goal turns and the text of each that is embedded."""
     goals = [i for i, m in enumerate(messages) if is_goal(m)]
+    return goals, [truncate_tokens(messages[i].text, 200) for i in goals]
+
+
+def goal_turns(messages: list[Message], *, embed: Callable[[list[str]], np.ndarray] | None = None) -> GoalTurns:
+    goals, texts = goal_texts(messages)
     agent_cuts = agent_boundaries(messages)
     # One goal turn or none: the user never turned to another goal; only the agent's own cuts may split it.
     if len(goals) <= 1:
-        return _spans(messages, [0], agent_cuts)
-    vectors = get_embedder().embed([truncate_tokens(messages[i].text, 200) for i in goals])
-    threshold = shift_threshold()
-    starts = [0]
-    members: list[np.ndarray] = [vectors[0]]
+        return GoalTurns(goals, [], None, agent_cuts)
+    vectors = (embed or get_embedder().embed)(texts)
+    kinds: list[str] = []
     closed = False  # the user has confirmed the current task: what follows is judged on its own
     for position, index in enumerate(goals[1:], 1):
         text = ACKNOWLEDGED_RE.sub("", messages[index].text, count=1) or messages[index].text
         closed = closed or text != messages[index].text  # "thanks! now …": the thanks closed the task
-        vector = vectors[position]
         reply = next((m.text for m in reversed(messages[goals[position - 1] : index]) if said_aloud(m)), "")
-        boundary = False
         # Cues first, the embedding last: "next task" starts a segment whatever its words' similarity, and a
         # turn that confirms or answers the agent stays in the task however far its embedding lies.
         if NEW_GOAL_CUES.match(text):
-            boundary = True
+            kinds.append("new")
         # Once the user has confirmed the task, naming what the agent named no longer ties a turn to it.
         elif confirms(text) or (not closed and answers_agent(text, reply)):
-            boundary = False
+            kinds.append("same")
         elif not FOLLOW_UP_CUES.match(text) and len(text.split()) >= 6:
+            kinds.append("similarity")
+        else:
+            kinds.append("same")
+        closed = confirms(messages[index].text)
+    return GoalTurns(goals, kinds, vectors, agent_cuts)
+
+
+def goal_starts(turns: GoalTurns, threshold: float) -> list[int]:
+    """The goal turns that start a task at ``threshold``: a turn decided by similarity starts one
+    when it is less similar than that to the mean of the current task's goal turns."""
+    starts = [0]
+    if turns.vectors is None:
+        return starts
+    members: list[np.ndarray] = [turns.vectors[0]]
+    for position, (index, kind) in enumerate(zip(turns.goals[1:], turns.kinds, strict=True), 1):
+        vector = turns.vectors[position]
+        boundary = kind == "new"
+        if kind == "similarity":
             centroid = np.mean(members, axis=0)
             centroid /= np.linalg.norm(centroid) or 1.0
             boundary = float(vector @ centroid) < threshold
@@ -235,20 +266,30 @@ def segment_offline(messages: list[Message]) -> list[Span]:
             members = [vector]
         else:
             members.append(vector)
-        closed = confirms(messages[index].text)
-    return _spans(messages, starts, agent_cuts)
+    return starts
 
 
-def _spans(messages: list[Message], starts: list[int], agent_cuts: list[int]) -> list[Span]:
-    """The user's own new goals, plus the agent's cuts that leave enough work on both sides."""
+def goal_bounds(messages: list[Message], turns: GoalTurns, threshold: float | None = None) -> list[int]:
+    """Where the segments of ``messages`` (whose ``goal_turns`` are ``turns``) start at ``threshold``
+    (default: the embedding space's ``shift``), and their end: the user's own new goals, plus the
+    agent's cuts that leave enough work on both sides."""
+    starts = [0] if turns.vectors is None else goal_starts(turns, shift_threshold() if threshold is None else threshold)
     bounds = sorted(set(starts))
-    for cut in agent_cuts:
+    for cut in turns.agent_cuts:
         before = max((b for b in bounds if b <= cut), default=0)
         after = min((b for b in bounds if b > cut), default=len(messages))
         if cut - before >= MIN_AGENT_SEGMENT and after - cut >= MIN_AGENT_SEGMENT:
             bounds.append(cut)
             bounds.sort()
-    bounds = bounds + [len(messages)]
+    return bounds + [len(messages)]
+
+
+def segment_offline(messages: list[Message], *, threshold: float | None = None,
+                    embed: Callable[[list[str]], np.ndarray] | None = None) -> list[Span]:
+    """The offline segmenter. ``threshold`` and ``embed`` default to the configured ones."""
+    if not messages:
+        return []
+    bounds = goal_bounds(messages, goal_turns(messages, embed=embed), threshold)
     return [Span(a, b, topic_of(messages[a:b])) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
@@ -343,4 +384,5 @@ def segment(messages: list[Message]) -> list[Span]:
     return segment_offline(messages)
 
 
-__all__ = ["LLMError", "Span", "fingerprint", "segment", "segment_offline", "validate_spans"]
+__all__ = ["GoalTurns", "LLMError", "Span", "fingerprint", "goal_bounds", "goal_texts", "goal_turns", "segment",
+           "segment_offline", "validate_spans"]

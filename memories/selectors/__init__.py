@@ -21,7 +21,11 @@ from memories.selectors.keywords import (
 from memories.selectors.records import memory_details, memory_list, memory_page, memory_stats
 from memories.selectors.review import merge_candidates_open
 from memories.selectors.search import SEARCH_MODES, SearchHit, memory_search, query_embedding_text
-from memories.selectors.space import embedding_column_dimensions, embedding_space_get
+from memories.selectors.space import (
+    embedding_calibration_get,
+    embedding_column_dimensions,
+    embedding_space_get,
+)
 
 __all__ = [
     "SEARCH_MODES",
@@ -29,6 +33,7 @@ __all__ = [
     "ContextBlock",
     "SearchHit",
     "context_assemble",
+    "embedding_calibration_get",
     "embedding_column_dimensions",
     "embedding_space_get",
     "keyword_query",

@@ -35,12 +35,13 @@ def _render(memory_type: str, summary_l0: str, overview_l1: str, *, full: bool) 
 
 def context_assemble(
     *, vector: list[float] | None, token_budget: int, hot_limit: int = 20, relevant_limit: int = 20,
-    memory_type: str | None = None, tags: list[str] | None = None, text: str = "",
+    memory_type: str | None = None, tags: list[str] | None = None, text: str = "", floor: float | None = None,
 ) -> AssembledContext:
     """A prompt-ready block within ``token_budget`` (docs/flow.md#context): HOT memories first, one line
     each, then the memories most relevant to the query with their L1 overview. The last
     block that does not fit is cut at a sentence or word; the total never exceeds the budget
-    (tokens as :func:`memories.text.estimate_tokens` counts them)."""
+    (tokens as :func:`memories.text.estimate_tokens` counts them). ``floor``: the search's
+    relevance floor (``memories.selectors.memory_search``)."""
     headers = {"hot": "## Shared knowledge (HOT)", "relevant": "## Relevant memories"}
     candidates: list[tuple[str, UUID, str]] = []
     hot = Memory.objects.filter(status=Status.ACTIVE, tier=Tier.HOT)
@@ -55,7 +56,7 @@ def context_assemble(
     if vector is not None:
         seen = {c[1] for c in candidates}
         for hit in memory_search(vector=vector, limit=relevant_limit, memory_type=memory_type, tags=tags,
-                                 mode=settings.ULTRON_SEARCH_MODE, text=text):
+                                 mode=settings.ULTRON_SEARCH_MODE, text=text, floor=floor):
             if hit.id not in seen:
                 candidates.append(("relevant", hit.id, _render(hit.memory_type, hit.summary_l0, hit.overview_l1, full=True)))
     blocks: list[ContextBlock] = []

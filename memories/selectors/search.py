@@ -107,19 +107,21 @@ _KEYWORD_TIGHT_MATCHES = """
     )"""
 _SCORED_SQL = """
 WITH {ctes}, fused AS (
-    SELECT id, {base} AS base FROM ({union}) ranked GROUP BY id
+    SELECT id, {base} AS base, bool_or(keyword) AS keyword FROM ({union}) ranked GROUP BY id
 ), scored AS (
     SELECT m.id, m.memory_type, m.tier, m.tags, m.hit_count, m.summary_l0, m.overview_l1,
            m.context, m.last_hit_at, m.created_at,
            1 - (m.embedding <=> %(query)s::vector) AS similarity,
-           {score} AS score
+           {score} AS score, f.keyword
     FROM fused f JOIN {table} m ON m.id = f.id
 )
 SELECT * FROM scored
-WHERE score >= %(min_score)s
+WHERE score >= %(min_score)s{relevant}
 ORDER BY score DESC, similarity DESC, id
 LIMIT %(limit)s
 """
+# The relevance floor: a memory less similar to the query than this is no answer, unless the keyword side found it.
+_RELEVANT = " AND (similarity >= %(floor)s OR keyword)"
 
 
 def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str] | None) -> tuple[str, dict]:
@@ -152,22 +154,25 @@ def _keyword_relevance(terms: int) -> str:
     return "(" + " + ".join([*parts, "(1 - (embedding <=> %(query)s::vector))"]) + ")"
 
 
-def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0, tight: bool = False) -> str:
+def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0, tight: bool = False,
+               floor: bool = False) -> str:
     """The ranking statement for ``mode`` over the rows matching ``condition``; ``keyword``
     says whether the query has keyword terms (without them hybrid ranks by the vector side),
-    ``terms`` how many of them rank the matches, ``tight`` whether a tight query is tried first."""
+    ``terms`` how many of them rank the matches, ``tight`` whether a tight query is tried first,
+    ``floor`` whether rows below the ``floor`` parameter's similarity are dropped (unless the
+    keyword side found them)."""
     table = Memory._meta.db_table
     factors = _FACTORS.format(alias="")
     ctes, lists = [], []
     if mode in ("semantic", "hybrid"):
         ctes.append(_SEMANTIC_CTE.format(table=table, where=condition, factors=factors))
-        lists.append("SELECT id, rank FROM semantic")
+        lists.append("SELECT id, rank, false AS keyword FROM semantic")
     if mode in ("keyword", "hybrid") and keyword:
         matches = (_KEYWORD_TIGHT_MATCHES if tight else _KEYWORD_MATCHES).format(table=table, where=condition)
         if tight:
             ctes.append(_KEYWORD_TIGHT_CTE.format(table=table, where=condition))
         ctes.append(_KEYWORD_CTE.format(matches=matches, factors=factors, relevance=_keyword_relevance(terms)))
-        lists.append("SELECT id, rank FROM keyword")
+        lists.append("SELECT id, rank, true AS keyword FROM keyword")
     if mode == "semantic":
         # similarity × tier boost × (1 − w + w × hotness)
         base = "0"
@@ -177,7 +182,7 @@ def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0, tigh
         base = f"sum(1.0 / ({RRF_K} + rank)) * {RRF_K + 1}.0 / {len(lists)}"
         score = "f.base"
     return _SCORED_SQL.format(ctes=",".join(ctes), union=" UNION ALL ".join(lists), table=table, base=base,
-                              score=score)
+                              score=score, relevant=_RELEVANT if floor else "")
 
 
 def search_params(
@@ -224,6 +229,7 @@ def memory_search(
     min_score: float = 0.0,
     mode: str = "semantic",
     text: str = "",
+    floor: float | None = None,
 ) -> list[SearchHit]:
     """Active memories for a query, ranked in SQL.
 
@@ -235,6 +241,8 @@ def memory_search(
     (k = 60), normalised so that first in every list is 1. Every result carries its raw cosine
     similarity too. Type, tier and tag filters are applied during the vector side's index scan
     (``ITERATIVE_SCAN``): the one graph over active memories serves every filter.
+    ``floor`` (the embedding space's relevance floor, ``memories.thresholds``): a memory whose
+    similarity is below it is left out unless the keyword side found it; None keeps every one.
     """
     if mode not in SEARCH_MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -249,9 +257,11 @@ def memory_search(
     # Type, tier and tag filters are applied during the index scan, which goes on until enough rows
     # pass them (flow.md#search-modes). Never fewer entries than the candidates wanted.
     ef = max(settings.ULTRON_SEARCH_EF, _candidates(limit))
-    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms.terms), tight=bool(tight))
+    sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms.terms), tight=bool(tight),
+                     floor=floor is not None)
     params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score,
                                 tight=tight))
+    params["floor"] = floor
     with transaction.atomic(), connection.cursor() as cursor:
         # SET LOCAL, inside the transaction: the next query on this connection gets the defaults back.
         # pgvector accepts ef_search up to 1000.

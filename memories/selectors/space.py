@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from memories.models import EmbeddingSpace, Memory
+from memories.models import EmbeddingCalibration, EmbeddingSpace, Memory
 
 
 def embedding_column_dimensions() -> int | None:
@@ -21,3 +21,10 @@ def embedding_column_dimensions() -> int | None:
 
 def embedding_space_get() -> EmbeddingSpace | None:
     return EmbeddingSpace.objects.first()
+
+
+def embedding_calibration_get(provider: str, model: str, dimensions: int, text_format: int) -> EmbeddingCalibration | None:
+    """What ``manage.py calibrate`` stored for this embedding space, if it ran."""
+    return EmbeddingCalibration.objects.filter(
+        provider=provider, model=model, dimensions=dimensions, text_format=text_format,
+    ).first()

@@ -3,6 +3,7 @@ functions; none of them bypasses validation, redaction or the duplicate check.
 
 - ``inputs``: validating and redacting a memory's fields;
 - ``embedding_space``: the one embedding model every vector belongs to, re-embedding;
+- ``calibration``: the embedding space's thresholds fitted on the labelled sets and stored;
 - ``upload``: the upload funnel (dedup, contributions), one memory or a batch;
 - ``merge``: LLM merges of contributions, summaries, consolidation of leftover pairs;
 - ``tiers``: hit counts and the HOT / WARM / COLD rebalance;
@@ -13,6 +14,7 @@ functions; none of them bypasses validation, redaction or the duplicate check.
   and keeps records as they were, without the duplicate check (docs/operations.md).
 """
 
+from memories.services.calibration import CalibrationOutcome, embedding_space_calibrate
 from memories.services.embedding_space import (
     EmbeddingSpaceMismatch,
     embed_texts,
@@ -59,6 +61,7 @@ from memories.services.upload import (
 __all__ = [
     "DETAILS_HIT",
     "SEARCH_HIT",
+    "CalibrationOutcome",
     "UPLOAD_BATCH_MAX",
     "CleanMemory",
     "EmbeddingSpaceMismatch",
@@ -68,6 +71,7 @@ __all__ = [
     "UploadResult",
     "context_build",
     "embed_texts",
+    "embedding_space_calibrate",
     "embedding_space_ensure",
     "embedding_space_forget",
     "memories_consolidate",

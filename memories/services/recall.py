@@ -1,6 +1,8 @@
 """What agents read — search, details, context — as services: each redacts and embeds the
 query, asks the selectors, and counts a hit on every memory it hands back (a search result
-one, a details read two), so the tiers follow what proves useful."""
+one, a details read two), so the tiers follow what proves useful. Search, context and the
+admin's ranking leave out what is below the embedding space's relevance floor and no keyword
+supports: a query about nothing in the hub answers nothing."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from memories.selectors import AssembledContext, SearchHit
 from memories.services.embedding_space import configured_space, embed_texts
 from memories.services.inputs import tags_normalise
 from memories.services.tiers import DETAILS_HIT, SEARCH_HIT, memory_hits_record
+from memories.thresholds import NO_FLOOR, model_thresholds
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,12 @@ def query_prepare(query: str) -> tuple[str, list[float] | None]:
     return text, (vector.tolist() if vector is not None else None)
 
 
+def relevance_floor() -> float | None:
+    """The configured embedding space's relevance floor (``memories.thresholds``), None when off."""
+    floor = model_thresholds().floor
+    return None if floor <= NO_FLOOR else floor
+
+
 def memories_search(
     *,
     query: str,
@@ -83,7 +92,7 @@ def memories_search(
         return SearchOutcome([], mode)
     hits = selectors.memory_search(
         vector=vector, limit=limit, memory_type=memory_type, tier=tier, tags=tags_normalise(tags or []),
-        min_score=min_score, mode=mode, text=text,
+        min_score=min_score, mode=mode, text=text, floor=relevance_floor(),
     )
     memory_hits_record(ids=[hit.id for hit in hits], amount=SEARCH_HIT)
     # The counts handed back already include the hit just recorded (flow.md#hits).
@@ -111,7 +120,7 @@ def context_build(
     text, vector = query_prepare(query.strip())
     assembled = selectors.context_assemble(
         vector=vector, token_budget=token_budget, memory_type=memory_type, tags=tags_normalise(tags or []),
-        text=text,
+        text=text, floor=relevance_floor() if vector is not None else None,
     )
     memory_hits_record(ids=[b.id for b in assembled.blocks if b.section == "relevant"], amount=SEARCH_HIT)
     return assembled
@@ -123,5 +132,6 @@ def memories_rank(*, query: str, limit: int = 200) -> list[Any]:
     text, vector = query_prepare(query)
     if vector is None:
         return []
-    hits = selectors.memory_search(vector=vector, limit=limit, mode=settings.ULTRON_SEARCH_MODE, text=text)
+    hits = selectors.memory_search(vector=vector, limit=limit, mode=settings.ULTRON_SEARCH_MODE, text=text,
+                                   floor=relevance_floor())
     return [hit.id for hit in hits]

@@ -209,8 +209,8 @@ def test_context_puts_hot_first_and_never_exceeds_the_budget(api):
               "git clone over https fails through the proxy", "apt-get update hangs in the container",
               "conda cannot resolve channels offline", "cargo fetch needs the registry mirror",
               "maven downloads fail on the CI runner", "Go modules need GOPROXY set"]
-    for topic in topics:
-        upload(api, {"content": f"{topic}. " + "Longer explanation of the failure and its fix. " * 8})
+    ids = [upload(api, {"content": f"{topic}. " + "Longer explanation of the failure and its fix. " * 8}).json()["id"]
+           for topic in topics]
     for budget in (50, 120, 400, 2000):
         body = api.post(reverse("context"), {"query": "pip proxy docker", "token_budget": budget}, format="json").json()
         assert body["tokens"] <= budget
@@ -219,7 +219,8 @@ def test_context_puts_hot_first_and_never_exceeds_the_budget(api):
     body = api.post(reverse("context"), {"query": "pip proxy docker", "token_budget": 2000}, format="json").json()
     assert body["context"].startswith("## Shared knowledge (HOT)")
     assert "## Relevant memories" in body["context"]
-    relevant = [m for m in body["memories"] if m["section"] == "relevant"]
-    assert len(relevant) == 8, body
+    relevant = [m["id"] for m in body["memories"] if m["section"] == "relevant"]
+    # The pip-in-Docker memory first; those about other tools' downloads are below the relevance floor.
+    assert relevant[0] == ids[0] and 1 <= len(relevant) < len(topics), body
     # The HOT memory is not counted as a hit for being included.
     assert Memory.objects.get(pk=hot_id).hit_count == 1
