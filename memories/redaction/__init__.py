@@ -27,10 +27,13 @@ from memories.redaction import (
     chinese,
     detectors,
     entropy,
+    hashes,
+    keys,
     names,
     numbers,
     patterns,
     presidio_engine,
+    prose,
 )
 from memories.redaction.patterns import Finding
 
@@ -51,6 +54,10 @@ def _pattern_findings(text: str) -> list[Finding]:
         found.extend(rule.find(text))
     for rule in chinese.RULES:
         found.extend(rule.find(text))
+    for rule in hashes.RULES:
+        found.extend(rule.find(text))
+    found.extend(keys.find(text))
+    found.extend(prose.find(text))
     found.extend(detectors.find(text))
     found.extend(entropy.find(text))
     found.extend(numbers.phones(text))
@@ -62,7 +69,8 @@ def _pattern_findings(text: str) -> list[Finding]:
 def _people(text: str, findings: list[Finding]) -> list[Finding]:
     """Presidio's findings with implausible PERSON spans dropped and more names added."""
     others = [f for f in findings if f.tag != "PERSON"]
-    persons = [f for f in findings if f.tag == "PERSON" and names.plausible(text[f.start : f.end])]
+    persons = [f for f in findings if f.tag == "PERSON" and names.plausible(text[f.start : f.end])
+               and not names.technical(text, f.start, f.end)]
     persons += names.cue_names(text)
     persons += names.expand(text, persons)
     return others + names.merge_adjacent(persons, text)

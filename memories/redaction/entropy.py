@@ -9,9 +9,16 @@ its Shannon entropy is high for its length and it
 - or is a line of its own of 40 characters or more (the body of a private key pasted without its
   ``-----BEGIN`` line, a base64 blob in a string).
 
+- or, at 20 characters or more, stands anywhere at all — in a sentence, a command, a URL's path
+  — and looks random beyond doubt (``random_anywhere``): letters of both cases and digits with
+  high entropy and few dictionary-like runs (not an identifier such as ``Argon2PasswordHasher``),
+  or a run of lower-case letters and digits (or capitals and digits) with high entropy. A run of
+  hex digits alone counts anywhere only behind a vendor-style prefix (``sbp_…``, ``pul-…``): bare
+  hex is what digests, commits and object ids look like.
+
 What engineers need stays readable: hashes and digests under their own names (``sha256:``,
-``integrity``, ``checksum``, ``commit``, ``etag`` …), commit SHAs in git output, paths, URLs,
-UUIDs, versions and words.
+``integrity``, ``checksum``, ``commit``, ``etag`` …), commit SHAs in git output, paths, URLs
+without credentials, UUIDs, ssh public keys, ``data:`` URIs, versions and words.
 """
 
 from __future__ import annotations
@@ -44,6 +51,10 @@ _HEX_RE = re.compile(r"^[0-9a-f]+$|^[0-9A-F]+$")
 # base64 of n characters carries close to log2(n) bits per character; text-like tokens far less.
 HEX_MIN_ENTROPY = 3.0
 B64_MIN_SHARE = 0.8  # of log2(min(n, 64))
+# Runs of a capital and 3+ small letters: identifiers ("getUserById2FromDatabase") are mostly such
+# words; random base64 is at most 58 % words in 99 tokens out of 100.
+_WORDISH_RE = re.compile(r"[A-Z]?[a-z]{3,}")
+WORD_SHARE_MAX = 0.6
 
 
 def _wordy(part: str) -> bool:
@@ -66,13 +77,16 @@ def _random_looking(token: str) -> bool:
         return False
     if _HEX_RE.match(core):
         return len(core) >= 32 and shannon_entropy(core) >= HEX_MIN_ENTROPY
+    if "/" not in core and any(len(p) >= 32 and _HEX_RE.match(p) and shannon_entropy(p) >= HEX_MIN_ENTROPY
+                               for p in re.split(r"[-_.]", core)):
+        return True
     has_lower = any(c.islower() for c in core)
     has_upper = any(c.isupper() for c in core)
     has_digit = any(c.isdigit() for c in core)
     if not (has_lower and has_upper and has_digit):
         return False
-    if _path_like(core):
-        return False
+    if _path_like(core) or sum(len(w) for w in _WORDISH_RE.findall(core)) > WORD_SHARE_MAX * len(core):
+        return False  # a path, or an identifier made of words ("Argon2PasswordHasher")
     # With 64 symbols no token carries more than log2(64) = 6 bits a character, however long it is.
     return shannon_entropy(core) >= B64_MIN_SHARE * math.log2(min(len(core), 64))
 
@@ -98,6 +112,89 @@ def _context_allows(line: str, start: int, end: int) -> bool:
     return end - start >= 40 and not lead and not rest and not _HEX_RE.match(line[start:end])
 
 
+# Words just before a value that make it a published digest or an identifier, not a secret.
+_PUBLIC_WORD_RE = re.compile(
+    r"(?i)\b(?:commit|commits|sha\d*|hash|digest|checksum|fingerprint|etag|integrity|revision|rev|tree|parent"
+    r"|blob|object|image|container|layer|trace|span|request|build|run|job|uuid|guid|version)\b[\s:=#(\[\"'`]*$"
+)
+_SSH_PUBLIC_RE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com)\s+$")
+_DATA_URI_RE = re.compile(r"data:[\w.+/-]*(?:;[\w=.-]+)*;base64,$")
+_SEGMENT_SPLIT_RE = re.compile(r"[^A-Za-z0-9]+")
+ANYWHERE_MIN = 20
+
+
+def _classes(value: str) -> tuple[bool, bool, bool]:
+    return (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value))
+
+
+def _random_run(run: str) -> bool:
+    """Is a run of letters and digits, with ``-`` and ``_`` inside (base64url), random: not words,
+    not an identifier, not hex?"""
+    pieces = [p for p in re.split(r"[-_]", run) if p]
+    joined = "".join(pieces)
+    lower, upper, digit = _classes(joined)
+    if not digit or len(joined) < ANYWHERE_MIN - 4:
+        return False
+    if lower and upper:
+        return (shannon_entropy(joined) >= B64_MIN_SHARE * math.log2(min(len(joined), 64))
+                and sum(len(w) for w in _WORDISH_RE.findall(joined)) <= WORD_SHARE_MAX * len(joined))
+    # One case and digits (base32, lower-case tokens): one long piece, not hex, with high entropy
+    # for 36 symbols (pod names and package versions are short pieces between dashes).
+    longest = max(pieces, key=len)
+    digits = sum(c.isdigit() for c in longest)
+    return (len(longest) >= ANYWHERE_MIN - 4 and not _HEX_RE.match(longest) and digits >= 0.1 * len(longest)
+            and shannon_entropy(longest) >= 0.75 * math.log2(min(len(longest), 36)))
+
+
+def random_anywhere(token: str) -> bool:
+    """Random beyond doubt, whatever stands around it (see the module's docstring)."""
+    core = token.rstrip("=")
+    if len(core) < ANYWHERE_MIN or _UUID_RE.match(core) or ".." in core:
+        return False
+    if ("/" in core or "+" in core) and not _path_like(core):
+        # base64 with its own alphabet, judged whole.
+        lower, upper, digit = _classes(core)
+        return (lower and upper and digit
+                and shannon_entropy(core) >= B64_MIN_SHARE * math.log2(min(len(core), 64))
+                and sum(len(w) for w in _WORDISH_RE.findall(core)) <= WORD_SHARE_MAX * len(core))
+    if any(_random_run(run) for run in re.split(r"[/+.=~:]+", core) if run):
+        return True
+    # Hex behind a vendor-style prefix of letters (sbp_…, pul-…, mlsn.…), never a bare digest.
+    if "/" in core:
+        return False  # a path or URL segment of hex is a digest, a commit or an object id
+    pieces = [p for p in _SEGMENT_SPLIT_RE.split(core) if p]
+    glued = _GLUED_HEX_RE.match(pieces[0]) if pieces else None
+    if glued and not _DIGEST_NAME_RE.match(glued.group(1)):
+        return True  # dapi0123…: letters that are not hex digits, then hex
+    # One or two words of prefix, then the hex: sntryu_…, shippo_live_…, mlsn.…
+    return (len(pieces) >= 2 and pieces[0].isalpha() and not _DIGEST_NAME_RE.match(pieces[0])
+            and any(len(p) >= 32 and _HEX_RE.match(p) for p in pieces[1:3]))
+
+
+_GLUED_HEX_RE = re.compile(r"^([a-z]*[g-z][a-z]*)[0-9a-f]{32,}$")
+
+
+_DIGEST_NAME_RE = re.compile(r"(?i)^(?:sha\d*|md\d|h\d|blake\w*|xxh\w*|crc\d*|sum|commit|rev|ref|tree|blob|build|run"
+                             r"|id|uuid|version|v|git|g|index|layer|image|container|sha\d*sum|merged|diff|overlay\d*)$")
+
+
+def _public_anywhere(line: str, start: int, end: int) -> bool:
+    """Does the context say a random-looking token is a digest, an identifier or public?"""
+    before = line[max(0, start - 60) : start]
+    if _DIGEST_PREFIX_RE.search(before[-8:]) or _PUBLIC_WORD_RE.search(before[-30:]):
+        return True
+    if _SSH_PUBLIC_RE.search(before) or _DATA_URI_RE.search(before):
+        return True
+    assigned = _ASSIGNED_RE.search(line[max(0, start - 120) : start])
+    if assigned:
+        name = assigned.group("name").strip("'\"[]").split(".")[-1].split("[")[-1].strip("'\"")
+        return bool(_PUBLIC_NAME_RE.search(name)) and not _KEY_ID_RE.search(name)
+    return False
+
+
+_KEY_ID_RE = re.compile(r"(?i)(?:key|secret|token)[_-]?id$")
+
+
 def find(text: str) -> list[Finding]:
     found: list[Finding] = []
     offset = 0
@@ -106,7 +203,8 @@ def find(text: str) -> list[Finding]:
             token = match.group(0).strip(".")
             start = match.start() + match.group(0).find(token)
             end = start + len(token)
-            if _random_looking(token) and _context_allows(line, start, end):
+            if (_random_looking(token) and _context_allows(line, start, end)) or (
+                    len(token) >= ANYWHERE_MIN and random_anywhere(token) and not _public_anywhere(line, start, end)):
                 found.append(Finding(offset + start, offset + end, TAG, SCORE, "entropy"))
         offset += len(line) + 1
     return found
