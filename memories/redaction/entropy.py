@@ -31,7 +31,8 @@ from memories.redaction.patterns import Finding, shannon_entropy
 TAG = "REDACTED_CREDENTIAL"
 SCORE = 0.75
 
-_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9+/_.~-])[A-Za-z0-9+/_.~-]{16,}={0,2}(?![A-Za-z0-9+/_=.~-])")
+# Padding may run long or stand inside a token that was cut ("…JqU=v"); "=" then ends the token.
+_TOKEN_RE = re.compile(r"(?<![A-Za-z0-9+/_.~-])[A-Za-z0-9+/_.~-]{16,}=*(?![A-Za-z0-9+/_.~-])")
 # The name an assigned value is given, and the assignment itself, just before the token.
 _ASSIGNED_RE = re.compile(
     r"""(?P<name>[A-Za-z_$][\w$.\[\]'"-]{0,80}?)['"\]]*\s*(?::=|\?=|=>|=|:)\s*[\[(]?\s*(?:b|r|byte\()?["'`]?\s*$"""
@@ -119,6 +120,7 @@ _PUBLIC_WORD_RE = re.compile(
 )
 _SSH_PUBLIC_RE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com)\s+$")
 _DATA_URI_RE = re.compile(r"data:[\w.+/-]*(?:;[\w=.-]+)*;base64,$")
+_DIGIT_RE = re.compile(r"\d")
 _SEGMENT_SPLIT_RE = re.compile(r"[^A-Za-z0-9]+")
 ANYWHERE_MIN = 20
 
@@ -140,17 +142,16 @@ def _random_run(run: str) -> bool:
                 and sum(len(w) for w in _WORDISH_RE.findall(joined)) <= WORD_SHARE_MAX * len(joined))
     # One case and digits (base32, lower-case tokens): one long piece, not hex, with high entropy
     # for 36 symbols (pod names and package versions are short pieces between dashes).
-    longest = max(pieces, key=len)
-    digits = sum(c.isdigit() for c in longest)
-    return (len(longest) >= ANYWHERE_MIN - 4 and not _HEX_RE.match(longest) and digits >= 0.1 * len(longest)
-            and shannon_entropy(longest) >= 0.75 * math.log2(min(len(longest), 36)))
+    return any(len(piece) >= ANYWHERE_MIN - 4 and not _HEX_RE.match(piece)
+               and sum(c.isdigit() for c in piece) >= 0.1 * len(piece)
+               and shannon_entropy(piece) >= 0.75 * math.log2(min(len(piece), 36)) for piece in pieces)
 
 
 def random_anywhere(token: str) -> bool:
     """Random beyond doubt, whatever stands around it (see the module's docstring)."""
     core = token.rstrip("=")
-    if len(core) < ANYWHERE_MIN or _UUID_RE.match(core) or ".." in core:
-        return False
+    if len(core) < ANYWHERE_MIN or not _DIGIT_RE.search(core) or _UUID_RE.match(core) or ".." in core:
+        return False  # every shape below has digits
     if ("/" in core or "+" in core) and not _path_like(core):
         # base64 with its own alphabet, judged whole.
         lower, upper, digit = _classes(core)
@@ -162,6 +163,8 @@ def random_anywhere(token: str) -> bool:
     # Hex behind a vendor-style prefix of letters (sbp_…, pul-…, mlsn.…), never a bare digest.
     if "/" in core:
         return False  # a path or URL segment of hex is a digest, a commit or an object id
+    if _PREFIXED_UUID_RE.search(core):
+        return True  # waka_<uuid>, RGAPI-<uuid>, HRKU-<uuid>: a vendor's key made of a UUID
     pieces = [p for p in _SEGMENT_SPLIT_RE.split(core) if p]
     glued = _GLUED_HEX_RE.match(pieces[0]) if pieces else None
     if glued and not _DIGEST_NAME_RE.match(glued.group(1)):
@@ -171,7 +174,12 @@ def random_anywhere(token: str) -> bool:
             and any(len(p) >= 32 and _HEX_RE.match(p) for p in pieces[1:3]))
 
 
-_GLUED_HEX_RE = re.compile(r"^([a-z]*[g-z][a-z]*)[0-9a-f]{32,}$")
+# A UUID behind a word that says key or token ("pat-na1-", "sdk-", "RGAPI-", "waka_", "HRKU-").
+_PREFIXED_UUID_RE = re.compile(
+    r"(?i)^(?:[a-z0-9]*(?:api|key|token|secret|pat|sdk|access|auth|live|prod|sandbox|private|waka|hrku)[a-z0-9]*[-_.])+"
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+_GLUED_HEX_RE = re.compile(r"^([A-Za-z]*[G-Zg-z][A-Za-z]*)(?:[0-9a-f]{32,}|[0-9A-F]{32,})$")
 
 
 _DIGEST_NAME_RE = re.compile(r"(?i)^(?:sha\d*|md\d|h\d|blake\w*|xxh\w*|crc\d*|sum|commit|rev|ref|tree|blob|build|run"
@@ -195,6 +203,23 @@ def _public_anywhere(line: str, start: int, end: int) -> bool:
 _KEY_ID_RE = re.compile(r"(?i)(?:key|secret|token)[_-]?id$")
 
 
+def _assigned_uuid(line: str, token: str, start: int) -> bool:
+    """A UUID is an identifier and stays, unless it is the value of a secret's name: npm's
+    ``_authToken=<uuid>``, ``HEROKU_API_KEY=<uuid>`` (some vendors' keys are UUIDs)."""
+    if not _UUID_RE.match(token) or not _JUST_ASSIGNED_RE.search(line[max(0, start - 4) : start]):
+        return False
+    assigned = _ASSIGNED_RE.search(line[max(0, start - 120) : start])
+    if not assigned:
+        return False
+    name = assigned.group("name").strip("'\"[]").split(".")[-1].split("[")[-1].strip("'\"")
+    return bool(_SECRET_NAME_RE.search(name))
+
+
+_JUST_ASSIGNED_RE = re.compile(r"[=:>]\s*[\[(]?\s*[\"'`]?\s*$")
+_SECRET_NAME_RE = re.compile(r"(?i)(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|auth|credentials?|private_?key"
+                             r"|access_?key|license_?key|licen[cs]e)$")
+
+
 def find(text: str) -> list[Finding]:
     found: list[Finding] = []
     offset = 0
@@ -203,7 +228,7 @@ def find(text: str) -> list[Finding]:
             token = match.group(0).strip(".")
             start = match.start() + match.group(0).find(token)
             end = start + len(token)
-            if (_random_looking(token) and _context_allows(line, start, end)) or (
+            if (_random_looking(token) and _context_allows(line, start, end)) or _assigned_uuid(line, token, start) or (
                     len(token) >= ANYWHERE_MIN and random_anywhere(token) and not _public_anywhere(line, start, end)):
                 found.append(Finding(offset + start, offset + end, TAG, SCORE, "entropy"))
         offset += len(line) + 1

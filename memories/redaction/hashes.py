@@ -35,19 +35,20 @@ def _hash_material(value: str) -> bool:
 RULES: list[Rule] = [
     # Modular crypt and the cracking tools' $format$ strings.
     Rule(TAG, re.compile(r"(?<![\w$])\$[A-Za-z0-9][A-Za-z0-9-]{0,19}\$" + _MATERIAL + r"{16,}"), score=0.95,
-         validate=_hash_material),
+         validate=_hash_material, needs="$"),
     # Django / passlib: <algorithm>$<parameters or salt>$<hash>.
     Rule(TAG, re.compile(
         r"(?<![\w$])(?:pbkdf2_sha\d+|pbkdf2_sha1|pbkdf2|argon2|bcrypt_sha256|bcrypt|scrypt|sha1|md5|crypt"
-        r"|unsalted_sha1|unsalted_md5)\$" + _MATERIAL + r"{16,}"), score=0.95, validate=_hash_material),
+        r"|unsalted_sha1|unsalted_md5)\$" + _MATERIAL + r"{16,}"), score=0.95, validate=_hash_material, needs="$"),
     Rule(TAG, re.compile(r"(?i)\{(?:s?sha(?:256|384|512)?|s?md5|crypt|pbkdf2[\w-]*|argon2\w*|bcrypt)\}"
-                         r"[A-Za-z0-9+/=.$_-]{12,}"), score=0.95),
+                         r"[A-Za-z0-9+/=.$_-]{12,}"), score=0.95, needs="}"),
     # LM:NT pairs, and the NT hash alone after an account and RID (user:1001:<lm>:<nt>:::).
-    Rule(TAG, re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{32}:[0-9A-Fa-f]{32}(?![0-9A-Fa-f])"), score=0.95),
+    Rule(TAG, re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{32}:[0-9A-Fa-f]{32}(?![0-9A-Fa-f])"), score=0.95, needs=":"),
     # NetNTLMv1/v2 as responders print them: user::DOMAIN:challenge:response:blob.
-    Rule(TAG, re.compile(r"\S+::[\w.-]*:(?P<value>[0-9A-Fa-f]{16}:[0-9A-Fa-f]{24,}(?::[0-9A-Fa-f]+)?)"),
-         group="value", score=0.95),
-    Rule(TAG, re.compile(r"(?<![\w*])\*[0-9A-F]{40}(?![0-9A-Fa-f])"), score=0.9),
-    Rule(TAG, re.compile(r"(?<![\w$])md5[0-9a-f]{32}(?![0-9a-f])"), score=0.9),
-    Rule(TAG, re.compile(r"SCRAM-SHA-(?:1|256)\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+"), score=0.95),
+    Rule(TAG, re.compile(r"::[\w.-]*:(?P<value>[0-9A-Fa-f]{16}:[0-9A-Fa-f]{24,}(?::[0-9A-Fa-f]+)?)"),
+         group="value", score=0.95, needs="::"),
+    Rule(TAG, re.compile(r"(?<![\w*])\*[0-9A-F]{40}(?![0-9A-Fa-f])"), score=0.9, needs="*"),
+    Rule(TAG, re.compile(r"(?<![\w$])md5[0-9a-f]{32}(?![0-9a-f])"), score=0.9, needs="md5"),
+    Rule(TAG, re.compile(r"SCRAM-SHA-(?:1|256)\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+"), score=0.95,
+         needs="SCRAM-SHA-"),
 ]

@@ -35,8 +35,12 @@ class Rule:
     validate: Callable[[str], bool] | None = None
     # A check that needs the whole match (the key name beside its value).
     validate_match: Callable[[re.Match[str]], bool] | None = None
+    # A substring every match contains: a text without it is skipped without running the pattern.
+    needs: str = ""
 
     def find(self, text: str) -> list[Finding]:
+        if self.needs and self.needs not in text:
+            return []
         found = []
         group = self.group if (self.group == 0 or self.group in self.pattern.groupindex) else 0
         for match in self.pattern.finditer(text):
@@ -296,7 +300,7 @@ RULES: list[Rule] = [
     Rule("REDACTED_CREDENTIAL", re.compile(r"(?<=://)(?P<value>[^\s:/@\"';]+:[^\s@/\"';]+)(?=@)"), group="value"),
     # password=..., api_key: "...", SECRET_TOKEN=..., --api-key VALUE: only the value goes.
     Rule("REDACTED_CREDENTIAL", re.compile(
-        r"(?:^|(?<=[\s\"'`{,(;&?]))[\"']?" + _KEY_NAME + r"[\"']?\s*(?::=|:|=)\s*" + _VALUE, re.IGNORECASE),
+        r"(?:^|(?<=[\s\"'`{,(;&?\[])|(?<=[:/])(?=_))[\"']?" + _KEY_NAME + r"[\"']?\s*(?::=|:|=)\s*" + _VALUE, re.IGNORECASE),
         score=0.9, group="value", validate=secret_like, validate_match=not_its_own_name),
     # Vendors whose keys have a fixed shape: IBM Cloud IAM (44), SoftLayer (64), Cloudant (24/64).
     Rule("REDACTED_CREDENTIAL", _vendor("ibm|cloud|iam", r"[A-Za-z0-9_-]{44}"), group="value"),
