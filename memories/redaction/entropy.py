@@ -169,9 +169,12 @@ def random_anywhere(token: str) -> bool:
     glued = _GLUED_HEX_RE.match(pieces[0]) if pieces else None
     if glued and not _DIGEST_NAME_RE.match(glued.group(1)):
         return True  # dapi0123…: letters that are not hex digits, then hex
-    # One or two words of prefix, then the hex: sntryu_…, shippo_live_…, mlsn.…
-    return (len(pieces) >= 2 and pieces[0].isalpha() and not _DIGEST_NAME_RE.match(pieces[0])
-            and any(len(p) >= 32 and _HEX_RE.match(p) for p in pieces[1:3]))
+    # One or two words of prefix, then the hex: sntryu_…, shippo_live_…, mlsn.…, lsv2_pt_…, v1.0-…
+    return (len(pieces) >= 2 and bool(_PREFIX_WORD_RE.match(pieces[0])) and not _DIGEST_NAME_RE.match(pieces[0])
+            and any(len(p) >= 32 and _HEX_RE.match(p) for p in pieces[1:4]))
+
+
+_PREFIX_WORD_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,11}$")
 
 
 # A UUID behind a word that says key or token ("pat-na1-", "sdk-", "RGAPI-", "waka_", "HRKU-").
@@ -220,6 +223,32 @@ _SECRET_NAME_RE = re.compile(r"(?i)(?:pass(?:word|wd)?|pwd|secret|token|api_?key
                              r"|access_?key|license_?key|licen[cs]e)$")
 
 
+# Random strings with punctuation in them (Django's generated SECRET_KEY: "tzc^ujn##d8lgg+h*8%_3)m…"),
+# which the token pattern above splits: a run of 24+ visible characters without spaces that has
+# letters, digits and three kinds of punctuation or more, high entropy and few words.
+_SYMBOLIC_RE = re.compile(r"(?<![^\s\"'`])[!-~]{24,}(?![^\s\"'`])")
+_PUNCTUATION = set("!#$%^&*()_+-=[]{}|;:,.<>?~@")
+_RARE_PUNCTUATION = set("!#$%^&*()[]{}|;<>?~@")  # outside base64, URLs and digests
+
+
+def _symbolic(line: str) -> list[tuple[int, int]]:
+    spans = []
+    for match in _SYMBOLIC_RE.finditer(line):
+        value = match.group().strip("\"'`,;")
+        if (len(set(value) & _PUNCTUATION) < 3 or len(set(value) & _RARE_PUNCTUATION) < 2 or "://" in value
+                or "/" in value or "\\" in value or _DIGEST_PREFIX_RE.match(value[:8].split(":")[0] + ":")):
+            continue
+        letters = "".join(c for c in value if c.isalpha())
+        if (not any(c.isdigit() for c in value) or len(letters) < 8
+                or sum(len(w) for w in _WORDISH_RE.findall(value)) > 0.3 * len(value)
+                or re.search(r"[A-Za-z_]\w{2,}\(|\w\.\w+\(|[=!<>]=|&&|\|\||->|=>", value)):
+            continue  # code: calls, comparisons, arrows
+        if shannon_entropy(value) >= B64_MIN_SHARE * math.log2(min(len(value), 90)):
+            start = match.start() + match.group().find(value)
+            spans.append((start, start + len(value)))
+    return spans
+
+
 def find(text: str) -> list[Finding]:
     found: list[Finding] = []
     offset = 0
@@ -231,5 +260,7 @@ def find(text: str) -> list[Finding]:
             if (_random_looking(token) and _context_allows(line, start, end)) or _assigned_uuid(line, token, start) or (
                     len(token) >= ANYWHERE_MIN and random_anywhere(token) and not _public_anywhere(line, start, end)):
                 found.append(Finding(offset + start, offset + end, TAG, SCORE, "entropy"))
+        if len(line) >= 24:
+            found.extend(Finding(offset + start, offset + end, TAG, SCORE, "entropy") for start, end in _symbolic(line))
         offset += len(line) + 1
     return found

@@ -40,6 +40,12 @@ RULES: list[Rule] = [
     Rule(TAG, re.compile(
         r"(?<![\w$])(?:pbkdf2_sha\d+|pbkdf2_sha1|pbkdf2|argon2|bcrypt_sha256|bcrypt|scrypt|sha1|md5|crypt"
         r"|unsalted_sha1|unsalted_md5)\$" + _MATERIAL + r"{16,}"), score=0.95, validate=_hash_material, needs="$"),
+    # The same <name>$<part>$<secret> layout from other issuers (Braintree's access_token$production$…$…).
+    Rule("REDACTED_CREDENTIAL", re.compile(r"(?<![\w$])[A-Za-z][\w-]{1,30}\$[\w.-]{1,40}\$[\w.$/+=-]{16,}"),
+         score=0.9, validate=_hash_material, needs="$"),
+    # A numeric account id and its hex secret (Asana's 2/<id>/<id>:<hex>, "<app id>:<key>" pairs).
+    Rule("REDACTED_CREDENTIAL", re.compile(r"(?<![\w/.:-])(?:\d+/)*\d{6,}:(?P<value>[0-9a-fA-F]{32,})(?![\w-])"),
+         group="value", score=0.85, needs=":"),
     Rule(TAG, re.compile(r"(?i)\{(?:s?sha(?:256|384|512)?|s?md5|crypt|pbkdf2[\w-]*|argon2\w*|bcrypt)\}"
                          r"[A-Za-z0-9+/=.$_-]{12,}"), score=0.95, needs="}"),
     # LM:NT pairs, and the NT hash alone after an account and RID (user:1001:<lm>:<nt>:::).

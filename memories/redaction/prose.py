@@ -42,7 +42,8 @@ _CONNECTOR = (
     r"is|was|were|are|be|'s|’s|=|:=|:|：|to|as|becomes|became|reads|gave\s+it|typed|entered|used|tried"
     r"|是|为|為|改成了?|改为|设置为|设为|设置成|换成了?|变成了?|设成"
 )
-_FILLER = r"now|still|just|simply|literally|actually|currently|the|a|set|changed|reset|updated|always|also|then|here"
+_FILLER = (r"now|still|just|simply|literally|actually|currently|the|a|set|changed|reset|updated|always|also|then|here"
+           r"|其实|现在|还是|就是|仍然|已经|也")
 _OPEN = "\"'`“‘(（「【["
 _CLOSE = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "(": ")", "（": "）", "「": "」", "【": "】", "[": "]"}
 # After the cue: an optional qualifier of up to four words, connectors and fillers, then the value.
@@ -57,7 +58,8 @@ _BARE_END = re.compile(r"[.:,;!?]+$")
 _SENTENCE_END = re.compile(r"(?<=[^\s.])[.!?](?:\s|$)|\n|。|！|？")
 # The same sentence's next "is …" / ": …" (the loose pass).
 _LATER_RE = re.compile(
-    r"(?:\bis|\bwas|:|=|：|是|为)\s*(?P<q>[\"'`“‘(（「]?)(?P<value>[^\s,;，。；、！？()（）「」\"'`“”‘’<>]+)", re.IGNORECASE
+    r"(?:\bis|\bwas|'s|’s|:|=|：|是|为)\s*(?:(?:now|still|just|set\s+to|changed\s+to|其实|现在|还是)\s*)?"
+    r"(?P<q>[\"'`“‘(（「]?)(?P<value>[^\s,;，。；、！？()（）「」\"'`“”‘’<>]+)", re.IGNORECASE
 )
 _LATER_WORDS = 14
 
@@ -119,6 +121,8 @@ def strong_value(value: str) -> bool:
         return not (len(parts) > 1 and any(p.lower() in _COMMON or p.lower().endswith(_WORD_SUFFIXES[:2])
                                            for p in parts if p.isalpha() and len(p) >= 4))
     core = value[1:]
+    if all(re.fullmatch(r"[A-Z][a-z]*|[A-Z]+", part) for part in re.split(r"[-_]", value) if part):
+        return False  # Title-Case words: a header or a class name (X-Api-Key, Content-Type)
     return letters and any(c.isupper() for c in core) and any(c.islower() for c in core) and not value.isupper()
 
 

@@ -53,6 +53,10 @@ POSITIVES = [
     ("root:$6$rounds=5000$saltsaltsalt$Q1w2E3r4T5y6U7i8O9p0AsDfGhJkLzXcVbNm:19700:0:99999:7:::", "PASSWORD_HASH"),
     ("Administrator:500:aad3b435b51404eeaad3b435b51404ee:31d6cfe0d16ae931b73c59d7e0c089c0:::", "PASSWORD_HASH"),
     ("> Q1w2E3r4T5y6U7i8O9p0AsDfGhJkLzXcVbNm\n> A1b2==\n> -----END PRIVATE KEY-----", "PRIVATE_KEY"),
+    ("I found j8$k2^zq#4m)v9!xw%7t(pL3&nB6*cR1 in the old settings", "REDACTED_CREDENTIAL"),
+    ("riot key RGAPI-7c9e6679-7425-40de-944b-e07fc1f90ae7 for the bot", "REDACTED_CREDENTIAL"),
+    ("registry.npmjs.org/:_authToken=743b294a-cd03-11ec-9d64-0242ac120002", "REDACTED_CREDENTIAL"),
+    ("the VPN password changed, it's now Kestrel-88 for everyone", "REDACTED_CREDENTIAL"),
     ("see /home/alice/project/x.py", "USER"),
     (r"C:\Users\bob\AppData\Local", "USER"),
     ("mail alice@example.org", "EMAIL_ADDRESS"),
@@ -89,6 +93,9 @@ NEGATIVES = [
     "https://github.com/example/ultron-hub/blob/27819768829210a9fd7d45e2f98f2b34f3d379cd/memories/redaction/patterns.py",
     "The password is required; the token expired, so pass the --no-cache flag.",
     "passlib.hash.bcrypt.hash(password) and PASSWORD_HASHERS = ['Argon2PasswordHasher']",
+    "The API key header is X-Api-Key; the token count is 4096.",
+    "github.com/stretchr/testify v1.9.0/go.mod h1:HZ2TXARmJGZ2vOlkW5Bnz5+z1p7x8S32qbb+wJMzjNc=",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq2x7y8z9aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456 deploy@build-02",
 ]
 
 
