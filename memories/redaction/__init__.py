@@ -2,11 +2,14 @@
 sent to an LLM (docs/flow.md#redaction).
 
 ``redact(text)`` replaces each finding by its ``<TAG>`` (``<EMAIL_ADDRESS>``, ``<PERSON>``,
-``<LLM_API_KEY>``, ...). Findings come from five sources: pattern rules for secrets and
-identifiers (``patterns.py``), the ``detect-secrets`` library's vendor and keyword detectors
-(``detectors.py``), high-entropy values in the places secrets are put (``entropy.py``), Chinese
-identifiers (``chinese.py``), and Presidio (spaCy NER for names; e-mail, phone, card, IBAN, IP
-and SSN recognizers). Recall comes first: when a detector is in doubt, the text is redacted —
+``<LLM_API_KEY>``, ...). Findings come from these sources: pattern rules for secrets and
+identifiers (``patterns.py``), password hashes and crypt strings (``hashes.py``), private-key
+bodies cut from their ``BEGIN`` line (``keys.py``), secrets named in a sentence after a cue word
+(``prose.py``), the ``detect-secrets`` library's vendor and keyword detectors (``detectors.py``),
+high-entropy values where secrets are put and random-beyond-doubt tokens anywhere
+(``entropy.py``), phone, card and IBAN numbers (``numbers.py``), Chinese identifiers
+(``chinese.py``), and Presidio (spaCy NER for names, with ``names.py``'s guards and cues; e-mail,
+phone, card, IBAN, IP and SSN recognizers). Recall comes first: when a detector is in doubt, the text is redacted —
 a false flag costs a word, a leak costs a credential. Text that is more than ~20 % CJK
 takes the Chinese path: the pattern recognizers without the English NER model. Where findings
 overlap the one with the highest score wins, then the longer one. Redacting redacted text
@@ -27,10 +30,13 @@ from memories.redaction import (
     chinese,
     detectors,
     entropy,
+    hashes,
+    keys,
     names,
     numbers,
     patterns,
     presidio_engine,
+    prose,
 )
 from memories.redaction.patterns import Finding
 
@@ -51,6 +57,10 @@ def _pattern_findings(text: str) -> list[Finding]:
         found.extend(rule.find(text))
     for rule in chinese.RULES:
         found.extend(rule.find(text))
+    for rule in hashes.RULES:
+        found.extend(rule.find(text))
+    found.extend(keys.find(text))
+    found.extend(prose.find(text))
     found.extend(detectors.find(text))
     found.extend(entropy.find(text))
     found.extend(numbers.phones(text))
@@ -62,7 +72,8 @@ def _pattern_findings(text: str) -> list[Finding]:
 def _people(text: str, findings: list[Finding]) -> list[Finding]:
     """Presidio's findings with implausible PERSON spans dropped and more names added."""
     others = [f for f in findings if f.tag != "PERSON"]
-    persons = [f for f in findings if f.tag == "PERSON" and names.plausible(text[f.start : f.end])]
+    persons = [f for f in findings if f.tag == "PERSON" and names.plausible(text[f.start : f.end])
+               and not names.technical(text, f.start, f.end)]
     persons += names.cue_names(text)
     persons += names.expand(text, persons)
     return others + names.merge_adjacent(persons, text)

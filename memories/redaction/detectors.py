@@ -73,6 +73,18 @@ def _keyword_value_ok(value: str) -> bool:
     return len(value) >= 3 and not any(c.isspace() for c in value) and not is_reference(value)
 
 
+_QUANTITY_NAME = re.compile(
+    r"(?i)(?:pass(?:word|wd)?|pwd|secret|key)[_-]?\w*?(?:timeout|ttl|length|len|size|count|age|expir\w*|days|hours"
+    r"|minutes|seconds|interval|min|max|limit|attempts|retries|rounds|iterations|version|index|history)\W*$"
+)
+
+
+def _a_quantity(key: str, value: str) -> bool:
+    """``"password_reset_timeout": 259200``: a number under a name that measures something about
+    a secret (its timeout, length, rounds) is no secret."""
+    return value.strip("\"'").isdigit() and bool(_QUANTITY_NAME.search(key))
+
+
 # Cheap tests that skip a line no detector can match: a vendor key is a run of 16+ token
 # characters with a digit in it; the keyword detector needs one of its key words. The runs are
 # found first and searched for a digit after: one pattern doing both retried every start inside
@@ -104,7 +116,7 @@ def find(text: str) -> list[Finding]:
         for regex, group in keyword_regexes:
             for match in regex.finditer(line):
                 value = match.group(group)
-                if value and _keyword_value_ok(value):
+                if value and _keyword_value_ok(value) and not _a_quantity(line[match.start() : match.start(group)], value):
                     start, end = match.span(group)
                     found.append(Finding(offset + start, offset + end, TAG, SCORE, "detect-secrets"))
     return found

@@ -13,6 +13,7 @@ cues such as "my name is"; it also calls tool names ("Django") and identifiers p
 from __future__ import annotations
 
 import regex
+from spacy.lang.en.stop_words import STOP_WORDS
 
 from memories.redaction.patterns import Finding
 
@@ -79,6 +80,7 @@ _LABELS = {
     Update Edited Author Reviewer Owner Assignee Reporter Priority Severity Labels Milestone Branch Commit
     Merge Review Test Tests Build Deploy Release Changelog Added Changed Removed Fixed Deprecated Breaking
     Architecture Design Overview Background Motivation Implementation Testing Performance Scope
+    Log Logs Settings Config Stack Output Stdout Stderr Server Client Worker
     """.split()
 }
 _LIST = regex.compile(rf"(?:{_NAME})(?:[ \t]*,[ \t]*(?:{_NAME}))*(?:,?[ \t]+(?:and|or|&)[ \t]+(?:{_NAME}))")
@@ -112,6 +114,15 @@ TECH_TERMS = {
     Tmux Screen Dialyzer Dialyxir Elixir Erlang Phoenix Mix Hex Credo Haskell Cabal Stack OCaml Dune
     Zig Nim Crystal Dart Flutter Lua Julia Fortran Cobol Pascal Delphi Matlab Octave
     """.split()
+} | {
+    # Words of tool output and code that the model reads as names ("Login Succeeded", "Require
+    # stack:", "Running ExUnit"): statuses, log and HTTP vocabulary.
+    t.lower() for t in """
+    Login Logout Logged Succeeded Failed Passed Completed Finished Started Stopped Running Pending Skipped
+    Success Failure Require Required Requires Settings Setting Config Log Logs Logger Stack Socket Request
+    Response Session Sessions Repo Repository Supervisor Router Controller Handler Middleware Worker Queue
+    Authorization Authenticate Bearer ETag Cookie Header Headers Payload Token Tokens Username Password
+    """.split()
 }
 
 
@@ -144,8 +155,35 @@ def _ok(name: str, *, lower_case: bool = False) -> bool:
     if not words or words[0].lower() in _STOP or words[0].lower() in _LABELS:
         return False
     if lower_case:  # after "my name is", names may be written in lower case
+        # ...but "asked for reproducible builds", "told me", "name: db-credentials" hold no name.
+        if any(w.lower() in STOP_WORDS for w in words) or any(c in name for c in "-_/.:"):
+            return False
         return plausible(" ".join(w[:1].upper() + w[1:] for w in words))
     return plausible(name)
+
+
+# Lines of code, shell and comments: braces, semicolons, calls, arrows, a leading "#", "//", "$ ", ">".
+_CODE_LINE = regex.compile(r"[{};]|::|->|=>|→|\w\(|\w=\S|^\s*(?:#|//|\$\s|>)")
+_IDENTIFIER_BEFORE = regex.compile(r"[\w.$@#/\\:]$")
+_IDENTIFIER_AFTER = regex.compile(r"^(?:\.\w|\(|::|_|/|\[|\w)")
+
+
+def technical(text: str, start: int, end: int) -> bool:
+    """Is a span the model called a person part of code or tool output rather than a name: glued
+    to an identifier (``Spotter.Repo``, ``http.Request``), a label starting a line (``ETag: …``,
+    speakers are the cue rules' business), or a single word on a line of code or a short label
+    line (``new LiveSocket("/live", Socket, {``, ``# Settings here``, ``Require stack:``)? Names
+    of two words or more on such lines stay names (``author = "Jane Doe"``)."""
+    if _IDENTIFIER_BEFORE.search(text[max(0, start - 1) : start]) or _IDENTIFIER_AFTER.match(text[end : end + 2]):
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start : line_end if line_end != -1 else len(text)]
+    if not text[line_start:start].strip() and text[end : end + 1] == ":":
+        return True
+    if len(text[start:end].split()) > 1:
+        return False
+    return bool(_CODE_LINE.search(line)) or (line.rstrip().endswith(":") and len(line.split()) <= 3)
 
 
 def cue_names(text: str) -> list[Finding]:
@@ -164,8 +202,11 @@ def cue_names(text: str) -> list[Finding]:
             if not words:
                 continue
             name = " ".join(words)
+            start = match.start("name")
+            if _IDENTIFIER_AFTER.match(text[start + len(name) : start + len(name) + 2]) or (
+                    pattern is _SPEAKER and "-" in name):
+                continue  # name: Spotter.Supervisor, WWW-Authenticate: — code and headers
             if _ok(name, lower_case=pattern is _STRONG_CUES):
-                start = match.start("name")
                 found.append(Finding(start, start + len(name), "PERSON", score, "names"))
     return found
 

@@ -49,6 +49,8 @@ def phones(text: str) -> list[Finding]:
         digits = _digits(number)
         if not 7 <= len(digits) <= 15 or _DATE.search(number) or _IPV4.match(number) or _DECIMAL.match(number):
             continue
+        if len(set(digits)) <= 2:
+            continue  # 0000000, 1111111: a placeholder or an empty object id (git's index 0000000..), not a line
         if number.count("(") != number.count(")"):
             continue
         groups = [g for g in re.split(r"[\s().-]+", number) if g]

@@ -33,8 +33,14 @@ class Rule:
     score: float = 1.0
     group: str | int = 0
     validate: Callable[[str], bool] | None = None
+    # A check that needs the whole match (the key name beside its value).
+    validate_match: Callable[[re.Match[str]], bool] | None = None
+    # A substring every match contains: a text without it is skipped without running the pattern.
+    needs: str = ""
 
     def find(self, text: str) -> list[Finding]:
+        if self.needs and self.needs not in text:
+            return []
         found = []
         group = self.group if (self.group == 0 or self.group in self.pattern.groupindex) else 0
         for match in self.pattern.finditer(text):
@@ -42,6 +48,8 @@ class Rule:
             if start >= end:
                 continue
             if self.validate is not None and not self.validate(match.group(group)):
+                continue
+            if self.validate_match is not None and not self.validate_match(match):
                 continue
             found.append(Finding(start, end, self.tag, self.score))
         return found
@@ -83,6 +91,9 @@ _NOT_A_VALUE = {
     "true", "false", "null", "none", "nil", "undefined", "required", "optional", "string", "str", "int",
     "bool", "boolean", "number", "text", "empty", "redacted", "hidden", "masked", "secret", "password",
     "token", "env", "environ", "getenv", "process.env", "os.environ",
+    # Option values of settings named like secrets (fetch's credentials: 'include', auth: 'bearer').
+    "include", "omit", "same-origin", "inherit", "auto", "enabled", "disabled", "basic", "bearer", "digest",
+    "oauth", "oauth2", "jwt", "cookie", "header", "session",
 }
 
 
@@ -121,6 +132,17 @@ _SEP = r"""["']?\s*(?::=|:|=)\s*["']?"""
 # is part of the password.
 _VALUE = (r"""(?P<value>"[^"\n]{1,300}"|'[^'\n]{1,300}'"""
           r"""|(?:[^\s"',;}&<>)\]]|&(?![A-Za-z_][\w.\[\]-]*=)(?=[^\s"',;}&<>)\]])){1,300})""")
+
+
+def not_its_own_name(match: re.Match[str]) -> bool:
+    """``session_id: session_id``, ``password: password``: a value that repeats its key's name is
+    a variable passed along (object shorthand in Elixir or JavaScript), not a secret."""
+    key = re.search(r"[A-Za-z0-9_.-]+", match.string[match.start() : match.start("value")])
+
+    def bare(name: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", name.lower())
+
+    return not key or bare(key.group()) != bare(match.group("value").strip("\"'`"))
 
 
 def shannon_entropy(value: str) -> float:
@@ -278,8 +300,8 @@ RULES: list[Rule] = [
     Rule("REDACTED_CREDENTIAL", re.compile(r"(?<=://)(?P<value>[^\s:/@\"';]+:[^\s@/\"';]+)(?=@)"), group="value"),
     # password=..., api_key: "...", SECRET_TOKEN=..., --api-key VALUE: only the value goes.
     Rule("REDACTED_CREDENTIAL", re.compile(
-        r"(?:^|(?<=[\s\"'`{,(;&?]))[\"']?" + _KEY_NAME + r"[\"']?\s*(?::=|:|=)\s*" + _VALUE, re.IGNORECASE),
-        score=0.9, group="value", validate=secret_like),
+        r"(?:^|(?<=[\s\"'`{,(;&?\[])|(?<=[:/])(?=_))[\"']?" + _KEY_NAME + r"[\"']?\s*(?::=|:|=)\s*" + _VALUE, re.IGNORECASE),
+        score=0.9, group="value", validate=secret_like, validate_match=not_its_own_name),
     # Vendors whose keys have a fixed shape: IBM Cloud IAM (44), SoftLayer (64), Cloudant (24/64).
     Rule("REDACTED_CREDENTIAL", _vendor("ibm|cloud|iam", r"[A-Za-z0-9_-]{44}"), group="value"),
     Rule("REDACTED_CREDENTIAL", _vendor("softlayer|sl", r"[a-z0-9]{64}", space_sep=True), group="value"),
@@ -287,14 +309,14 @@ RULES: list[Rule] = [
     Rule("REDACTED_CREDENTIAL", re.compile(r"(?:^|(?<=\s))--" + _KEY_NAME + r"\s+" + _VALUE, re.IGNORECASE),
          score=0.9, group="value", validate=secret_like),
     # --- identifiers ----------------------------------------------------------------------------
-    Rule("UUID", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
-         score=0.8),
+    # UUIDs stay: they name rows, requests and jobs, not people; one that is a secret is assigned
+    # to a secret's name or follows a cue word, and goes as that.
     # Role addresses (noreply@, postmaster@) identify no one and stay.
     Rule("EMAIL_ADDRESS", re.compile(r"(?<![\w.+-])[\w.%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b"), score=0.95,
          validate=lambda address: not is_role_address(address)),
     # Home directories: the user name goes, the rest of the path stays useful.
     Rule("USER", re.compile(r"(?:(?<=/home/)|(?<=/Users/))(?P<value>(?!<)[A-Za-z0-9._-]+)(?=/|\b)"), group="value",
-         score=0.7, validate=lambda name: name.lower() not in {"shared", "runner", "ubuntu", "root"}),
+         score=0.7, validate=lambda name: name.lower() not in {"shared", "runner", "ubuntu", "root", "user", "username"}),
     Rule("USER", re.compile(r"(?i)(?<=[A-Z]:\\Users\\)(?P<value>(?!<)[^\\\s/:*?\"<>|]+)"), group="value", score=0.7,
          validate=lambda name: name.lower() not in {"public", "default", "all users"}),
 ]

@@ -141,6 +141,7 @@ _DOTTED_BEFORE = re.compile(r"\d\.$")
 _DOTTED_AFTER = re.compile(r"^\.\d")
 _IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 _DECIMAL = re.compile(r"^\d+\.\d+$")
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
 def _keep(entity: str, text: str, start: int, end: int) -> bool:
@@ -157,6 +158,8 @@ def _keep(entity: str, text: str, start: int, end: int) -> bool:
         before, after = text[max(0, start - 1) : start], text[end : end + 1]
         if value.isdigit() and not has_context(text, start, end):
             return False  # a bare digit run is an id or a count unless the text says "phone"
+        if _VERSION.search(value) or (sum(c.isdigit() for c in value) < 7 and not has_context(text, start, end)):
+            return False  # "6.8.0-45" is a kernel version, "169-182" a range of lines
         return not (
             _IPV4.match(value.strip()) or _DECIMAL.match(value.strip())
             or (before and before in "0123456789.:") or (after and after.isdigit())

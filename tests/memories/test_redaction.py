@@ -45,7 +45,18 @@ POSITIVES = [
     ("DB_PASSWORD=s3cr3t-value", "REDACTED_CREDENTIAL"),
     ('api_key: "Zx81kLmN0pQ"', "REDACTED_CREDENTIAL"),
     ("SECRET_TOKEN=Abc123xyz789", "REDACTED_CREDENTIAL"),
-    ("request id 123e4567-e89b-12d3-a456-426614174000", "UUID"),
+    # Secrets nobody wrote a rule for: named in a sentence, random anywhere, hashes, key bodies.
+    ("The staging password is hunter2x, don't paste it", "REDACTED_CREDENTIAL"),
+    ("数据库密码是 hunter2x，别发到群里", "REDACTED_CREDENTIAL"),
+    ("I set the credential `q7Lm2VxR9tKp4WsZ8nB3cJ6h` in the CI settings", "REDACTED_CREDENTIAL"),
+    ("docker login with zq8Xw3Lk2Vn7Rt5Yp1Hs9Gd4Bf6Jm0Ca and it worked", "REDACTED_CREDENTIAL"),
+    ("root:$6$rounds=5000$saltsaltsalt$Q1w2E3r4T5y6U7i8O9p0AsDfGhJkLzXcVbNm:19700:0:99999:7:::", "PASSWORD_HASH"),
+    ("Administrator:500:aad3b435b51404eeaad3b435b51404ee:31d6cfe0d16ae931b73c59d7e0c089c0:::", "PASSWORD_HASH"),
+    ("> Q1w2E3r4T5y6U7i8O9p0AsDfGhJkLzXcVbNm\n> A1b2==\n> -----END PRIVATE KEY-----", "PRIVATE_KEY"),
+    ("I found j8$k2^zq#4m)v9!xw%7t(pL3&nB6*cR1 in the old settings", "REDACTED_CREDENTIAL"),
+    ("riot key RGAPI-7c9e6679-7425-40de-944b-e07fc1f90ae7 for the bot", "REDACTED_CREDENTIAL"),
+    ("registry.npmjs.org/:_authToken=743b294a-cd03-11ec-9d64-0242ac120002", "REDACTED_CREDENTIAL"),
+    ("the VPN password changed, it's now Kestrel-88 for everyone", "REDACTED_CREDENTIAL"),
     ("see /home/alice/project/x.py", "USER"),
     (r"C:\Users\bob\AppData\Local", "USER"),
     ("mail alice@example.org", "EMAIL_ADDRESS"),
@@ -74,6 +85,17 @@ NEGATIVES = [
     "mail noreply@github.com for notifications",
     "the request took 1 234 ms",
     "订单号 20240315138123456789 已发货",
+    # Identifiers and digests stay readable wherever they stand.
+    "request id 123e4567-e89b-12d3-a456-426614174000",
+    "Fixed by commit 3f9c2d71a8e4b05c6d7e8f9a0b1c2d3e4f5a6b7c; see the blame.",
+    "FROM python:3.12-slim@sha256:f0f0e6563ed27a3843adf966fc50769e55ec5624259e66be67c7add8106ce581",
+    "/var/lib/docker/overlay2/8f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4/merged",
+    "https://github.com/example/ultron-hub/blob/27819768829210a9fd7d45e2f98f2b34f3d379cd/memories/redaction/patterns.py",
+    "The password is required; the token expired, so pass the --no-cache flag.",
+    "passlib.hash.bcrypt.hash(password) and PASSWORD_HASHERS = ['Argon2PasswordHasher']",
+    "The API key header is X-Api-Key; the token count is 4096.",
+    "github.com/stretchr/testify v1.9.0/go.mod h1:HZ2TXARmJGZ2vOlkW5Bnz5+z1p7x8S32qbb+wJMzjNc=",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHq2x7y8z9aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456 deploy@build-02",
 ]
 
 
@@ -329,7 +351,19 @@ def test_ordinary_technical_lines_stay_readable():
                     - set(_NOT_SECRET_TAGS)]
     assert len(ORDINARY_LINES) >= 200
     assert not secret_flags, secret_flags
-    assert len(changed) / len(ORDINARY_LINES) < 0.05, changed
+    assert len(changed) / len(ORDINARY_LINES) <= 0.03, changed
+
+
+def test_technical_words_are_no_names_but_names_on_technical_lines_are():
+    """The guard on the model's PERSON spans: identifiers, log labels and code stay; real names,
+    also in code and in a speaker's line, still go."""
+    kept = ["Login Succeeded", "Require stack:", "ETag: W/\"e137471a05afb9f27aecf46701f4058f\"",
+            "    repo Spotter.Repo", "const liveSocket = new LiveSocket(\"/live\", Socket, {",
+            "the user asked for reproducible builds, so I pinned every dependency.", "# Settings here from settings.py"]
+    assert [r.text for r in redact_many(kept)] == kept
+    named = ['author = "Grace Hopper"', "Nicole: Remember me, Mary? When I called", "Please ask Maria Garcia about it"]
+    for result in redact_many(named):
+        assert "<PERSON>" in result.text and "Hopper" not in result.text and "Garcia" not in result.text, result.text
 
 
 @pytest.mark.django_db
@@ -351,8 +385,12 @@ def test_every_credential_family_is_kept_out_of_every_table_whatever_the_way_in(
         for case in one_per_family:
             response = api.post(reverse("memory-upload"), {
                 "content": f"Login failed until the config was fixed: {case['line']}",
-                "resolution": case["line"], "tags": [case["secret"][:60]]}, format="json")
-            assert response.status_code == 201, response.json()  # a memory per family: none alike
+                # The tag: the line when it is short (a prose secret is one only beside its cue word).
+                "resolution": case["line"],
+                "tags": [case["line"] if len(case["line"]) <= 60 else case["secret"][:60]]}, format="json")
+            # A new memory, or one merged into an alike one (two families' lines can read alike
+            # once redacted: "<PRIVATE_KEY>" lines); either way the secret must be in no table.
+            assert response.status_code in (200, 201), response.json()
         response = api.post(reverse("ingest-text"), {"text": "Error: 401 Unauthorized\nCause: " + "\n".join(lines)
                                                      + "\nFix: rotate the credentials"}, format="json")
         assert response.status_code == 201, response.json()
