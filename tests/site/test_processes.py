@@ -82,7 +82,8 @@ class Gunicorn:
              "--workers", str(self.workers), "--threads", "4", "--timeout", "300"],
             cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
         )
-        deadline = time.monotonic() + 120
+        # Healthy once the workers have loaded their models (ultron_site.gunicorn_conf).
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.process.stderr.read().decode()[-3000:]
             try:
@@ -91,7 +92,8 @@ class Gunicorn:
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
-        raise AssertionError("gunicorn did not become healthy in 120 s")
+        self.kill()  # never left behind: the fixture that would stop it has not started
+        raise AssertionError("gunicorn did not become healthy in 300 s")
 
     def kill(self) -> None:
         """``kill -9`` of the master and every worker."""
