@@ -42,10 +42,9 @@ def nearest_cluster(vector: Any, *, exclude: int | None = None, ef_set: bool = F
     ``DIRECTION_DRIFT`` of it), ranked by the exact centroid.
 
     A direction refresh leaves a dead entry in that index until VACUUM: near a busy cluster many
-    of the nearest entries can be dead. The scan looks wider than the default and goes on past
-    dead and filtered entries (pgvector's iterative scan; ``ef_set``: the caller has already set
-    both for this transaction), and when it still finds nothing (while clusters exist) the
-    exact scan answers."""
+    of the nearest entries can be dead. So the scan looks wider than the default (``ef_set``:
+    the caller has already set it for this transaction), and when it still finds nothing (while
+    clusters exist) the exact scan answers."""
     where = "member_count > 0" + ("" if exclude is None else " AND id <> %(exclude)s")
     with connection.cursor() as cursor:
         if not ef_set:
@@ -77,8 +76,10 @@ def _nearest_sql(where: str) -> str:
         LIMIT 1"""
 
 
-_WIDE_SCAN_SETTING = ("set_config('hnsw.ef_search', '100', true), "
-                      "set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+# ef_search only, not the iterative scan: these settings last the whole upload transaction, and
+# its duplicate check reads its nearest neighbours in distance order, which a relaxed iterative
+# scan does not keep.
+_WIDE_SCAN_SETTING = "set_config('hnsw.ef_search', '100', true)"
 _WIDE_SCAN = f"SELECT {_WIDE_SCAN_SETTING}"
 # The placement lock and the wider index scan, as SELECT-list expressions: the upload evaluates
 # them in its first statement, after its own lock; any other placement takes them alone.
