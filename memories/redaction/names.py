@@ -174,6 +174,8 @@ def technical(text: str, start: int, end: int) -> bool:
     speakers are the cue rules' business), or a single word on a line of code or a short label
     line (``new LiveSocket("/live", Socket, {``, ``# Settings here``, ``Require stack:``)? Names
     of two words or more on such lines stay names (``author = "Jane Doe"``)."""
+    span = text[start:end]  # the model's spans may carry the blank lines after a name
+    start, end = start + len(span) - len(span.lstrip()), end - (len(span) - len(span.rstrip()))
     if _IDENTIFIER_BEFORE.search(text[max(0, start - 1) : start]) or _IDENTIFIER_AFTER.match(text[end : end + 2]):
         return True
     line_start = text.rfind("\n", 0, start) + 1
@@ -197,7 +199,7 @@ def cue_names(text: str) -> list[Finding]:
             name = match.group("name")
             # Trim trailing words that are function words ("Rubija and" -> "Rubija").
             words = name.split()
-            while words and words[-1].lower() in _STOP | {"and", "or", "from", "at", "in", "on", "is", "was"}:
+            while words and (words[-1].lower() in _STOP or words[-1].lower() in STOP_WORDS):
                 words.pop()
             if not words:
                 continue
