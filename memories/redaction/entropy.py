@@ -78,8 +78,8 @@ def _random_looking(token: str) -> bool:
         return False
     if _HEX_RE.match(core):
         return len(core) >= 32 and shannon_entropy(core) >= HEX_MIN_ENTROPY
-    if "/" not in core and any(len(p) >= 32 and _HEX_RE.match(p) and shannon_entropy(p) >= HEX_MIN_ENTROPY
-                               for p in re.split(r"[-_.]", core)):
+    if "/" not in core and len(core) >= 32 and any(len(p) >= 32 and _HEX_RE.match(p) and shannon_entropy(p) >= HEX_MIN_ENTROPY
+                                                   for p in _PIECE_SPLIT_RE.split(core)):
         return True
     has_lower = any(c.islower() for c in core)
     has_upper = any(c.isupper() for c in core)
@@ -121,6 +121,9 @@ _PUBLIC_WORD_RE = re.compile(
 _SSH_PUBLIC_RE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-\S+|sk-\S+@openssh\.com)\s+$")
 _DATA_URI_RE = re.compile(r"data:[\w.+/-]*(?:;[\w=.-]+)*;base64,$")
 _DIGIT_RE = re.compile(r"\d")
+_PIECE_SPLIT_RE = re.compile(r"[-_.]")
+_DASH_SPLIT_RE = re.compile(r"[-_]")
+_RUN_SPLIT_RE = re.compile(r"[/+.=~:]+")
 _SEGMENT_SPLIT_RE = re.compile(r"[^A-Za-z0-9]+")
 ANYWHERE_MIN = 20
 
@@ -132,7 +135,7 @@ def _classes(value: str) -> tuple[bool, bool, bool]:
 def _random_run(run: str) -> bool:
     """Is a run of letters and digits, with ``-`` and ``_`` inside (base64url), random: not words,
     not an identifier, not hex?"""
-    pieces = [p for p in re.split(r"[-_]", run) if p]
+    pieces = [p for p in _DASH_SPLIT_RE.split(run) if p]
     joined = "".join(pieces)
     lower, upper, digit = _classes(joined)
     if not digit or len(joined) < ANYWHERE_MIN - 4:
@@ -158,7 +161,7 @@ def random_anywhere(token: str) -> bool:
         return (lower and upper and digit
                 and shannon_entropy(core) >= B64_MIN_SHARE * math.log2(min(len(core), 64))
                 and sum(len(w) for w in _WORDISH_RE.findall(core)) <= WORD_SHARE_MAX * len(core))
-    if any(_random_run(run) for run in re.split(r"[/+.=~:]+", core) if run):
+    if any(_random_run(run) for run in _RUN_SPLIT_RE.split(core) if run):
         return True
     # Hex behind a vendor-style prefix of letters (sbp_…, pul-…, mlsn.…), never a bare digest.
     if "/" in core:
@@ -209,7 +212,9 @@ _KEY_ID_RE = re.compile(r"(?i)(?:key|secret|token)[_-]?id$")
 def _assigned_uuid(line: str, token: str, start: int) -> bool:
     """A UUID is an identifier and stays, unless it is the value of a secret's name: npm's
     ``_authToken=<uuid>``, ``HEROKU_API_KEY=<uuid>`` (some vendors' keys are UUIDs)."""
-    if not _UUID_RE.match(token) or not _JUST_ASSIGNED_RE.search(line[max(0, start - 4) : start]):
+    if len(token) != 36 or not line[max(0, start - 4) : start].rstrip(" \t\"'`[(").endswith(("=", ":", ">")):
+        return False
+    if not _UUID_RE.match(token):
         return False
     assigned = _ASSIGNED_RE.search(line[max(0, start - 120) : start])
     if not assigned:
@@ -218,7 +223,6 @@ def _assigned_uuid(line: str, token: str, start: int) -> bool:
     return bool(_SECRET_NAME_RE.search(name))
 
 
-_JUST_ASSIGNED_RE = re.compile(r"[=:>]\s*[\[(]?\s*[\"'`]?\s*$")
 _SECRET_NAME_RE = re.compile(r"(?i)(?:pass(?:word|wd)?|pwd|secret|token|api_?key|apikey|auth|credentials?|private_?key"
                              r"|access_?key|license_?key|licen[cs]e)$")
 
