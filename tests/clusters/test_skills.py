@@ -10,6 +10,8 @@ import re
 import pytest
 import yaml
 
+pytestmark = pytest.mark.django_db  # the thresholds in force may be a calibration stored in the database
+
 from clusters.judgements import skill_draft as skills
 from clusters.judgements import skill_text as shape
 from clusters.judgements.skill_synthesis import describe
