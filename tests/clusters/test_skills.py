@@ -10,13 +10,13 @@ import re
 import pytest
 import yaml
 
-pytestmark = pytest.mark.django_db  # the thresholds in force may be a calibration stored in the database
-
 from clusters.judgements import skill_draft as skills
 from clusters.judgements import skill_text as shape
 from clusters.judgements.skill_synthesis import describe
 from clusters.judgements.skill_types import MemoryFacts, SkillDraft
 from memories.judgements.summarize import extractive_l0
+
+pytestmark = pytest.mark.django_db  # the thresholds in force may be a calibration stored in the database
 
 # The case: six reports of pytest failing to import a src-layout package; the fix in
 # each is some form of `pip install -e .` or pytest's `pythonpath`.
