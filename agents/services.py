@@ -1,4 +1,4 @@
-"""Writes for agents and tokens."""
+"""Writes for agents, tokens, spaces and memberships."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import Agent, ApiToken
+from agents.models import AGENT_ROLES, SHARED_SPACE, Agent, ApiToken, Membership, Role, Space
 
 TOKEN_PREFIX = "ult_"
 
@@ -38,8 +38,80 @@ def split_token(token: str) -> tuple[str, str] | None:
     return prefix, token
 
 
+class SpaceError(ValueError):
+    """A space or membership request that cannot be done, with the reason for a person."""
+
+
+def space_create(*, slug: str, name: str = "", description: str = "") -> Space:
+    """A new space (a slug is lower-case letters, digits and dashes; creating one that exists
+    updates its name and description)."""
+    slug = slug.strip().lower()
+    if not slug or len(slug) > 50 or not all(c.isalnum() or c in "-_" for c in slug) or not slug[0].isalnum():
+        raise SpaceError(f"space slug {slug!r}: use 1-50 letters, digits, '-' or '_', starting with a letter or digit")
+    space, created = Space.objects.get_or_create(slug=slug, defaults={"name": name or slug, "description": description})
+    if not created and (name or description):
+        space.name = name or space.name
+        space.description = description or space.description
+        space.save(update_fields=["name", "description"])
+    return space
+
+
+def space_get(*, slug: str) -> Space:
+    space = Space.objects.filter(slug=slug.strip().lower()).first()
+    if space is None:
+        raise SpaceError(f"no space {slug!r} (manage.py create_space {slug} --name ... makes one)")
+    return space
+
+
+def membership_set(*, space: Space, user, role: str) -> Membership:
+    """Give ``user`` exactly ``role`` in ``space`` (agents: reader or writer only)."""
+    if role not in Role.values:
+        raise SpaceError(f"role {role!r}: one of {', '.join(Role.values)}")
+    if hasattr(user, "agent") and role not in AGENT_ROLES:
+        raise SpaceError(f"agents read and write; {role!r} is a person's role (curation stays with people)")
+    membership, _ = Membership.objects.update_or_create(space=space, user=user, defaults={"role": role})
+    return membership
+
+
+def membership_remove(*, space: Space, user) -> bool:
+    deleted, _ = Membership.objects.filter(space=space, user=user).delete()
+    return bool(deleted)
+
+
+def parse_space_roles(values: list[str], default_role: str) -> list[tuple[Space, str]]:
+    """``SLUG`` or ``SLUG:ROLE`` arguments (create_agent --space, create_user --space) as
+    (space, role) pairs, in order."""
+    pairs = []
+    for value in values:
+        slug, _, role = value.partition(":")
+        pairs.append((space_get(slug=slug), role or default_role))
+    return pairs
+
+
 @transaction.atomic
-def agent_create(*, name: str, staff: bool = False) -> Agent:
+def agent_spaces_set(*, agent: Agent, spaces: list[tuple[Space, str]]) -> None:
+    """Give ``agent`` these roles; the first space becomes its default for writes."""
+    for space, role in spaces:
+        membership_set(space=space, user=agent.user, role=role)
+    if spaces:
+        agent.default_space = spaces[0][0]
+        agent.save(update_fields=["default_space"])
+
+
+@transaction.atomic
+def agent_create(*, name: str, staff: bool = False, spaces: list[tuple[Space, str]] | None = None) -> Agent:
+    """An agent (or the existing one of that name). ``spaces``: its roles, the first its default
+    for writes; a new agent given none writes to the shared space, as every agent did before
+    spaces existed."""
+    agent = _agent_get_or_create(name=name, staff=staff)
+    if spaces is None and agent.default_space_id is None:
+        shared = Space.objects.filter(slug=SHARED_SPACE).first()
+        spaces = [(shared, Role.WRITER)] if shared is not None else []
+    agent_spaces_set(agent=agent, spaces=spaces or [])
+    return agent
+
+
+def _agent_get_or_create(*, name: str, staff: bool) -> Agent:
     name = name.strip()
     if not name or len(name) > 100:
         raise ValueError("agent name must be 1-100 characters")

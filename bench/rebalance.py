@@ -40,10 +40,10 @@ def _generate(n: int, *, vector_sql: str, drop_vector_indexes: bool, params: lis
         cursor.execute(
             f"""
             INSERT INTO {Memory._meta.db_table}
-                (id, content, context, resolution, tags, memory_type, tier, status, hit_count, last_hit_at,
+                (id, space_id, content, context, resolution, tags, memory_type, tier, status, hit_count, last_hit_at,
                  summary_l0, overview_l1, embedding, content_hash, merge_pending, source, provenance,
                  redaction_counts, created_at, updated_at)
-            SELECT gen_random_uuid(), 'memory ' || g, '', '', '{{}}', 'pattern', 'warm', 'active',
+            SELECT gen_random_uuid(), (SELECT id FROM agents_space WHERE slug = 'shared'), 'memory ' || g, '', '', '{{}}', 'pattern', 'warm', 'active',
                    1 + floor(power(random(), 3) * 500)::int,
                    now() - (random() * interval '90 days'), '', '', {vector_sql}, md5(g::text), false, 'api',
                    '{{}}', '{{}}', now() - interval '91 days', now()

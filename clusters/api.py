@@ -6,20 +6,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import (
+    extend_schema,
+    extend_schema_serializer,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents.models import Role
+from agents.scoping import SpaceScope, api_access, in_space, read_ids
 from clusters import selectors, services
 from core.api_schema import error_responses
-from core.fields import StrictCharField
+from core.fields import SpaceSlugField, StrictCharField
+
+
+def _context(request: Request) -> dict[str, Any]:
+    return {"slugs": api_access(request).slugs}
+
+
+def _space_ids(request: Request) -> list[int]:
+    """The spaces a read covers: ``?space=SLUG`` (repeatable) among the caller's, or all of them."""
+    return read_ids(api_access(request), request.query_params.getlist("space") or None)
 
 
 class SkillSerializer(serializers.Serializer):
     slug = serializers.CharField()
+    space = SpaceSlugField(source="space_id")
     name = serializers.CharField()
     description = serializers.CharField()
     status = serializers.CharField()
@@ -77,6 +93,7 @@ class ClusterSummarySerializer(serializers.Serializer):
     """What ``clusters.selectors.cluster_summary`` returns."""
 
     id = serializers.IntegerField()
+    space = SpaceSlugField(source="space_id")
     topic = serializers.CharField()
     size = serializers.IntegerField()
     readiness = serializers.ChoiceField(choices=["ready", "recrystallize"], allow_null=True)
@@ -97,23 +114,24 @@ class ClusterListApi(APIView):
 
     @extend_schema(operation_id="clusters_list", parameters=[FilterSerializer], responses={
         200: inline_serializer("ClusterList", {"results": ClusterSummarySerializer(many=True)}),
-        **error_responses(400)})
+        **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
         data = self.FilterSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
-        summaries = selectors.cluster_summaries(min_members=data.validated_data["min_size"], limit=500)
-        return Response({"results": ClusterSummarySerializer(summaries, many=True).data})
+        summaries = selectors.cluster_summaries(min_members=data.validated_data["min_size"], limit=500,
+                                                space_ids=_space_ids(request))
+        return Response({"results": ClusterSummarySerializer(summaries, many=True, context=_context(request)).data})
 
 
 class ClusterDetailApi(APIView):
-    @extend_schema(responses={200: ClusterDetailSerializer, **error_responses(404)})
+    @extend_schema(responses={200: ClusterDetailSerializer, **error_responses(403, 404)})
     def get(self, request: Request, cluster_id: int) -> Response:
-        detail = selectors.cluster_detail(cluster_id=cluster_id, members_limit=200)
-        return Response(ClusterDetailSerializer(detail).data)
+        detail = selectors.cluster_detail(cluster_id=cluster_id, members_limit=200, space_ids=_space_ids(request))
+        return Response(ClusterDetailSerializer(detail, context=_context(request)).data)
 
 
 class ClusterCrystallizeApi(APIView):
-    permission_classes = [IsAdminUser]
+    permission_classes = [IsAdminUser, SpaceScope]
 
     @extend_schema(request=None, responses={
         200: inline_serializer("CrystallizeResult", {
@@ -122,9 +140,13 @@ class ClusterCrystallizeApi(APIView):
             "skill": serializers.CharField(allow_null=True, help_text="the cluster's skill's slug")}),
         **error_responses(403, 404)})
     def post(self, request: Request, cluster_id: int) -> Response:
-        outcome = services.cluster_crystallize_now(cluster_id=cluster_id)
+        access = api_access(request)
+        # A cluster the caller may not write to is missing, as one that never was.
+        cluster = selectors.cluster_get(cluster_id=cluster_id, space_ids=access.ids(Role.WRITER))
+        with in_space(cluster.space_id):  # type: ignore[arg-type]  # never null (stubs read a default as optional)
+            outcome = services.cluster_crystallize_now(cluster_id=cluster_id)
         return Response({
-            "cluster": ClusterSummarySerializer(outcome.cluster).data,
+            "cluster": ClusterSummarySerializer(outcome.cluster, context=_context(request)).data,
             "version": SkillVersionSerializer(outcome.version).data if outcome.version else None,
             "skill": outcome.skill,
         })
@@ -132,26 +154,29 @@ class ClusterCrystallizeApi(APIView):
 
 class SkillListApi(APIView):
     @extend_schema(operation_id="skills_list", responses={200: inline_serializer("SkillList", {"results": SkillSerializer(many=True)}),
-                              **error_responses()})
+                              **error_responses(403)})
     def get(self, request: Request) -> Response:
-        skills = selectors.skills_listed(include_unpublished=request.user.is_staff, limit=500)
-        return Response({"results": SkillSerializer(skills, many=True).data})
+        skills = selectors.skills_listed(include_unpublished=request.user.is_staff, limit=500,
+                                         space_ids=_space_ids(request))
+        return Response({"results": SkillSerializer(skills, many=True, context=_context(request)).data})
 
 
 class SkillDetailApi(APIView):
-    @extend_schema(responses={200: SkillDetailSerializer, **error_responses(404)})
+    @extend_schema(responses={200: SkillDetailSerializer, **error_responses(403, 404)})
     def get(self, request: Request, slug: str) -> Response:
-        skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff)
-        return Response(SkillDetailSerializer(skill).data)
+        skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff,
+                                    space_ids=_space_ids(request))
+        return Response(SkillDetailSerializer(skill, context=_context(request)).data)
 
 
 class SkillVersionsApi(APIView):
     @extend_schema(responses={
         200: inline_serializer("SkillVersions", {"slug": serializers.CharField(),
                                                  "versions": SkillVersionSerializer(many=True)}),
-        **error_responses(404)})
+        **error_responses(403, 404)})
     def get(self, request: Request, slug: str) -> Response:
-        skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff)
+        skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff,
+                                    space_ids=_space_ids(request))
         versions = selectors.skill_versions(skill=skill)
         return Response({"slug": skill.slug, "versions": SkillVersionSerializer(versions, many=True).data})
 
@@ -159,12 +184,14 @@ class SkillVersionsApi(APIView):
 class SkillPublishApi(APIView):
     """Publish a version (a new one a curator approved, or an older one: a rollback)."""
 
-    permission_classes = [IsAdminUser]
+    permission_classes = [IsAdminUser, SpaceScope]
 
     @extend_schema(request=None, responses={200: SkillVersionSerializer, **error_responses(403, 404)})
     def post(self, request: Request, slug: str, version: int) -> Response:
-        row = selectors.skill_version_get(slug=slug, version=version)
-        published = services.skill_version_publish(version_id=row.pk)
+        writable = [i for i in _space_ids(request) if api_access(request).can(i, Role.WRITER)]
+        row = selectors.skill_version_get(slug=slug, version=version, space_ids=writable)
+        with in_space(row.space_id):  # type: ignore[arg-type]  # never null (stubs read a default as optional)
+            published = services.skill_version_publish(version_id=row.pk)
         return Response(SkillVersionSerializer(published).data)
 
 
@@ -180,10 +207,11 @@ class SkillSearchApi(APIView):
 
     @extend_schema(request=InputSerializer, responses={
         200: inline_serializer("SkillSearchResults", {"results": SkillHitSerializer(many=True)}),
-        **error_responses(400, 413, 503)})
+        **error_responses(400, 403, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        hits = services.skills_search(**data.validated_data)
-        return Response({"results": [{**SkillSerializer(skill).data, "similarity_score": round(similarity, 6)}
-                                     for skill, similarity in hits]})
+        hits = services.skills_search(**data.validated_data, space_ids=_space_ids(request))
+        context = _context(request)
+        return Response({"results": [{**SkillSerializer(skill, context=context).data,
+                                      "similarity_score": round(similarity, 6)} for skill, similarity in hits]})

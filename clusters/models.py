@@ -8,6 +8,8 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
+from agents.models import shared_space_id
+
 # How far (cosine distance) a cluster's centroid may drift from its indexed ``direction`` before
 # the trigger copies it again: about 2.6 degrees, far inside any similarity threshold the hub
 # uses, and the nearest-cluster query ranks its candidates by the exact centroid anyway.
@@ -26,6 +28,7 @@ class KnowledgeCluster(models.Model):
     (no vector index touched) instead of adding an entry to the HNSW graph each time; the
     nearest-cluster query finds candidates by ``direction`` and ranks them by the exact sum."""
 
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     topic = models.CharField(max_length=200, blank=True)
     centroid = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS)
     direction = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS, null=True, blank=True, editable=False)
@@ -59,6 +62,7 @@ class ClusterMember(models.Model):
     """A memory's place in a cluster, with the vector it added to the centroid sum (so an
     edit or removal subtracts exactly what was added)."""
 
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     cluster = models.ForeignKey(KnowledgeCluster, on_delete=models.CASCADE, related_name="members")
     memory = models.OneToOneField("memories.Memory", on_delete=models.CASCADE, related_name="cluster_member")
     vector = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS)
@@ -77,7 +81,8 @@ class SkillStatus(models.TextChoices):
 
 
 class Skill(models.Model):
-    slug = models.CharField(max_length=50, unique=True)
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    slug = models.CharField(max_length=50)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     status = models.CharField(max_length=12, choices=SkillStatus.choices, default=SkillStatus.DRAFT)
@@ -91,6 +96,7 @@ class Skill(models.Model):
 
     class Meta:
         ordering = ["slug"]
+        constraints = [models.UniqueConstraint(fields=["space", "slug"], name="skill_space_slug")]
         indexes = [
             HnswIndex(fields=["embedding"], name="skill_embedding_hnsw", opclasses=["vector_cosine_ops"],
                       m=16, ef_construction=64, condition=Q(status="published")),
@@ -102,6 +108,7 @@ class Skill(models.Model):
 
 
 class SkillVersion(models.Model):
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField()
     name = models.CharField(max_length=200)

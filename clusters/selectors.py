@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
+from core.errors import ApplicationError
 from memories.models import Memory, Status
 from memories.vectors import vector_literal
 
@@ -44,24 +45,31 @@ def clusters_ready(*, limit: int) -> list[KnowledgeCluster]:
 
 
 
-def cluster_list(*, min_members: int = 1) -> QuerySet[KnowledgeCluster]:
-    return KnowledgeCluster.objects.filter(member_count__gte=min_members).select_related("skill").defer("centroid", "direction")
+def cluster_list(*, min_members: int = 1, space_ids: list[int] | None = None) -> QuerySet[KnowledgeCluster]:
+    """Clusters of ``space_ids`` (None: every space the connection's scope reads)."""
+    queryset = KnowledgeCluster.objects.filter(member_count__gte=min_members)
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
+    return queryset.select_related("skill").defer("centroid", "direction")
 
 
-def cluster_summaries(*, min_members: int, limit: int) -> list[dict[str, Any]]:
+def cluster_summaries(*, min_members: int, limit: int, space_ids: list[int] | None = None) -> list[dict[str, Any]]:
     """``cluster_summary`` of at most ``limit`` clusters with at least ``min_members`` members."""
-    return [cluster_summary(cluster) for cluster in cluster_list(min_members=min_members)[:limit]]
+    return [cluster_summary(cluster) for cluster in cluster_list(min_members=min_members, space_ids=space_ids)[:limit]]
 
 
-def cluster_detail(*, cluster_id: int, members_limit: int) -> dict[str, Any]:
+def cluster_detail(*, cluster_id: int, members_limit: int, space_ids: list[int] | None = None) -> dict[str, Any]:
     """A cluster's summary and its most-hit active members (raises ``DoesNotExist``)."""
-    cluster = cluster_get(cluster_id=cluster_id)
+    cluster = cluster_get(cluster_id=cluster_id, space_ids=space_ids)
     return {**cluster_summary(cluster), "members": list(cluster_members(cluster=cluster)[:members_limit])}
 
 
-def cluster_get(*, cluster_id: int) -> KnowledgeCluster:
-    """One cluster (raises ``KnowledgeCluster.DoesNotExist``)."""
-    return KnowledgeCluster.objects.select_related("skill").defer("centroid", "direction").get(pk=cluster_id)
+def cluster_get(*, cluster_id: int, space_ids: list[int] | None = None) -> KnowledgeCluster:
+    """One cluster of ``space_ids`` (raises ``KnowledgeCluster.DoesNotExist``)."""
+    queryset = KnowledgeCluster.objects.select_related("skill").defer("centroid", "direction")
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
+    return queryset.get(pk=cluster_id)
 
 
 def cluster_members(*, cluster: KnowledgeCluster) -> QuerySet[Memory]:
@@ -69,15 +77,19 @@ def cluster_members(*, cluster: KnowledgeCluster) -> QuerySet[Memory]:
             .defer("embedding", "search_vector").order_by("-hit_count", "pk"))
 
 
-def skill_list(*, include_unpublished: bool) -> QuerySet[Skill]:
+def skill_list(*, include_unpublished: bool, space_ids: list[int] | None = None) -> QuerySet[Skill]:
+    """Skills (published unless ``include_unpublished``) of ``space_ids`` (None: every space the
+    connection's scope reads)."""
     queryset = Skill.objects.select_related("current_version", "source_cluster").defer("embedding")
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
     if not include_unpublished:
         queryset = queryset.filter(status=SkillStatus.PUBLISHED)
     return queryset
 
 
-def skills_listed(*, include_unpublished: bool, limit: int) -> list[Skill]:
-    return list(skill_list(include_unpublished=include_unpublished)[:limit])
+def skills_listed(*, include_unpublished: bool, limit: int, space_ids: list[int] | None = None) -> list[Skill]:
+    return list(skill_list(include_unpublished=include_unpublished, space_ids=space_ids)[:limit])
 
 
 def _no_such_slug(slug: str) -> bool:
@@ -85,33 +97,42 @@ def _no_such_slug(slug: str) -> bool:
     return "\x00" in slug
 
 
-def skill_get(*, slug: str, include_unpublished: bool) -> Skill:
-    """One skill by slug, published unless ``include_unpublished`` (raises ``Skill.DoesNotExist``)."""
+def skill_get(*, slug: str, include_unpublished: bool, space_ids: list[int] | None = None) -> Skill:
+    """One skill by slug in ``space_ids``, published unless ``include_unpublished`` (raises
+    ``Skill.DoesNotExist``). A slug is unique within a space: when the spaces read hold it more
+    than once, the caller must name the space."""
     if _no_such_slug(slug):
         raise Skill.DoesNotExist(slug)
-    return skill_list(include_unpublished=include_unpublished).get(slug=slug)
+    found = list(skill_list(include_unpublished=include_unpublished, space_ids=space_ids).filter(slug=slug)[:2])
+    if not found:
+        raise Skill.DoesNotExist(slug)
+    if len(found) > 1:
+        raise ApplicationError(f"skill {slug!r} is in more than one of your spaces: name one with ?space=SLUG",
+                               field="space")
+    return found[0]
 
 
 def skill_versions(*, skill: Skill) -> QuerySet[SkillVersion]:
     return skill.versions.order_by("-version")
 
 
-def skill_version_get(*, slug: str, version: int) -> SkillVersion:
-    """One version of a skill (raises ``SkillVersion.DoesNotExist``)."""
-    if _no_such_slug(slug):
-        raise SkillVersion.DoesNotExist(slug)
-    return SkillVersion.objects.select_related("skill").get(skill__slug=slug, version=version)
+def skill_version_get(*, slug: str, version: int, space_ids: list[int] | None = None) -> SkillVersion:
+    """One version of a skill (raises ``SkillVersion.DoesNotExist``, or ``Skill.DoesNotExist``)."""
+    skill = skill_get(slug=slug, include_unpublished=True, space_ids=space_ids)
+    return SkillVersion.objects.select_related("skill").get(skill=skill, version=version)
 
 
-def skill_search(*, vector: list[float], limit: int) -> list[tuple[Skill, float]]:
-    """Published skills nearest to ``vector``, through the skills' HNSW index."""
+def skill_search(*, vector: list[float], limit: int, space_ids: list[int] | None = None) -> list[tuple[Skill, float]]:
+    """Published skills of ``space_ids`` nearest to ``vector``, through the skills' HNSW index
+    (an iterative scan: the index holds every space's skills)."""
     literal = vector_literal(vector)
+    spaces = "" if space_ids is None else "AND space_id = ANY(%s::bigint[]) "
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, limit * 4)}")
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, limit * 4)}; SET LOCAL hnsw.iterative_scan = strict_order")
         cursor.execute(
             f"SELECT id, 1 - (embedding <=> %s::vector) FROM {Skill._meta.db_table} "
-            f"WHERE status = 'published' AND embedding IS NOT NULL ORDER BY embedding <=> %s::vector LIMIT %s",
-            [literal, literal, limit],
+            f"WHERE status = 'published' AND embedding IS NOT NULL {spaces}ORDER BY embedding <=> %s::vector LIMIT %s",
+            [literal, *([list(space_ids)] if space_ids is not None else []), literal, limit],
         )
         rows = cursor.fetchall()
     skills = {s.pk: s for s in Skill.objects.filter(pk__in=[r[0] for r in rows])
@@ -122,6 +143,7 @@ def skill_search(*, vector: list[float], limit: int) -> list[tuple[Skill, float]
 def cluster_summary(cluster: KnowledgeCluster) -> dict[str, Any]:
     return {
         "id": cluster.pk,
+        "space_id": cluster.space_id,
         "topic": cluster.topic,
         "size": cluster.member_count,
         "readiness": readiness(cluster),

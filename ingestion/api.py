@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents.scoping import SpaceScope, api_access, in_space, read_ids, write_space
 from core import errors
 from core.api_schema import IDEMPOTENCY_KEY, ErrorSerializer, error_responses
 from core.fields import StrictCharField
@@ -95,6 +96,13 @@ class JobProgressSerializer(serializers.Serializer):
     files = JobFileSerializer(many=True)
 
 
+def _target_space(request: Request, slug: str | None):
+    """Where an ingest writes: the named space, else the calling agent's default (403 unless the
+    caller may write there)."""
+    agent = getattr(request.user, "agent", None)
+    return write_space(api_access(request), slug=slug or None, default=agent.default_space if agent else None)
+
+
 class IngestApi(IdempotentPost, APIView):
     """Upload session files (multipart ``files``, optional parallel ``names``; ``.jsonl``, ``.json``,
     ``.traj`` or ``.md``, the format read from the content) or name
@@ -106,6 +114,8 @@ class IngestApi(IdempotentPost, APIView):
     class PathsSerializer(serializers.Serializer):
         paths = serializers.ListField(child=StrictCharField(max_length=4096), min_length=1, max_length=1000)
         agent = StrictCharField(required=False, max_length=100)
+        space = StrictCharField(required=False, max_length=50,
+                                help_text="the space to ingest into (default: the agent's default space)")
 
     @extend_schema_serializer(component_name="IngestFiles")
     class FilesSerializer(serializers.Serializer):
@@ -115,6 +125,8 @@ class IngestApi(IdempotentPost, APIView):
         names = serializers.ListField(child=serializers.CharField(), required=False,
                                       help_text="one name per file, in the same order")
         agent = serializers.CharField(required=False, help_text="curators: the agent to ingest for")
+        space = serializers.CharField(required=False, help_text="the space to ingest into (default: the agent's "
+                                                                 "default space)")
 
     @extend_schema(
         request={"multipart/form-data": FilesSerializer, "application/json": PathsSerializer},
@@ -148,20 +160,25 @@ class IngestApi(IdempotentPost, APIView):
         # The name is the session's identity: without ``names``, two uploads called run.jsonl are one session
         # (flow.md#session-files).
         named = [(names[index] if names else upload.name, upload) for index, upload in enumerate(uploads)]
-        return services.uploads_ingest(user=request.user, agent_name=request.data.get("agent"), uploads=named)
+        target = _target_space(request, request.data.get("space"))
+        with in_space(target.pk):  # the sessions, archives and job belong to that space only
+            return services.uploads_ingest(user=request.user, agent_name=request.data.get("agent"), uploads=named,
+                                           space=target)
 
     def _paths(self, request: Request):
         data = self.PathsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return services.paths_ingest(user=request.user, agent_name=data.validated_data.get("agent"),
-                                     paths=data.validated_data["paths"])
+        target = _target_space(request, data.validated_data.get("space"))
+        with in_space(target.pk):
+            return services.paths_ingest(user=request.user, agent_name=data.validated_data.get("agent"),
+                                         paths=data.validated_data["paths"], space=target)
 
 
 class IngestJobApi(APIView):
     @extend_schema(responses={200: JobProgressSerializer, **error_responses(404)})
     def get(self, request: Request, job_id) -> Response:
         job = selectors.job_visible(job_id=job_id, user=request.user)
-        if job is None:
+        if job is None or job.space_id not in read_ids(api_access(request), None):
             raise NotFound("no such ingest job")
         return Response(selectors.job_progress(job=job))
 
@@ -171,6 +188,8 @@ class IngestTextApi(IdempotentPost, APIView):
     class InputSerializer(serializers.Serializer):
         # A backstop only: the service refuses text over ULTRON_INGEST_MAX_TEXT_CHARS with a 413 of its own.
         text = StrictCharField(max_length=10_000_000, trim_whitespace=False)
+        space = StrictCharField(required=False, max_length=50,
+                                help_text="the space to store the memories in (default: the agent's default space)")
 
     @extend_schema_serializer(component_name="IngestTextMemory")
     class MemorySerializer(UploadResultSerializer):
@@ -183,13 +202,17 @@ class IngestTextApi(IdempotentPost, APIView):
     @extend_schema(request=InputSerializer, responses={
         201: OpenApiResponse(ResultSerializer, description="at least one new memory"),
         200: OpenApiResponse(ResultSerializer, description="every memory merged into one already stored"),
-        **error_responses(400, 409, 413, 422, 503)}, parameters=[IDEMPOTENCY_KEY])
+        **error_responses(400, 403, 409, 413, 422, 503)}, parameters=[IDEMPOTENCY_KEY])
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = services.text_ingest(agent=getattr(request.user, "agent", None), text=data.validated_data["text"])
+        target = _target_space(request, data.validated_data.get("space"))
+        with in_space(target.pk):
+            result = services.text_ingest(agent=getattr(request.user, "agent", None), text=data.validated_data["text"],
+                                          space=target)
         created = any(not u.merged for u in result.uploads)
-        return Response({"extractor": result.extractor, "memories": self.MemorySerializer(result.uploads, many=True).data},
+        memories = self.MemorySerializer(result.uploads, many=True, context={"slugs": api_access(request).slugs}).data
+        return Response({"extractor": result.extractor, "memories": memories},
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
@@ -209,7 +232,7 @@ class TrajectoryExportApi(APIView):
     ``ULTRON_SFT_MIN_SCORE``) as chat fine-tuning JSONL, one ``{"messages": [...]}`` per segment,
     redacted, streamed as it is read."""
 
-    permission_classes = [IsAdminUser]
+    permission_classes = [IsAdminUser, SpaceScope]
     renderer_classes = [renderers.JSONRenderer, JsonLinesRenderer]
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:

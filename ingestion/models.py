@@ -7,6 +7,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from agents.models import shared_space_id
+
 
 class RawUpload(models.Model):
     """The original bytes of one ingested file or ``ingest_text`` call (admins only).
@@ -19,6 +21,7 @@ class RawUpload(models.Model):
         FILE = "file", "Session file"
         TEXT = "text", "Plain text"
 
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     kind = models.CharField(max_length=8, choices=Kind.choices)
     name = models.CharField(max_length=1000, blank=True)
     agent = models.ForeignKey("agents.Agent", null=True, on_delete=models.SET_NULL, related_name="raw_uploads")
@@ -64,6 +67,7 @@ class WorkItem(models.Model):
 
 class IngestJob(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     agent = models.ForeignKey("agents.Agent", null=True, on_delete=models.SET_NULL, related_name="ingest_jobs")
     created_at = models.DateTimeField(auto_now_add=True)
     files = models.JSONField(default=list, help_text="the per-file results returned to the caller")
@@ -75,6 +79,7 @@ class IngestJob(models.Model):
 class SessionRecord(WorkItem):
     """One conversation session: (agent, the client's own path/name for it)."""
 
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="sessions")
     identity = models.CharField(max_length=1000)
     sha256 = models.CharField(max_length=64)
@@ -90,8 +95,8 @@ class SessionRecord(WorkItem):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        # One session per (agent, identity): a second upload under the same name updates that session.
-        constraints = [models.UniqueConstraint(fields=["agent", "identity"], name="session_agent_identity")]
+        # One session per (space, agent, identity): a second upload under the same name updates that session.
+        constraints = [models.UniqueConstraint(fields=["space", "agent", "identity"], name="session_space_agent_identity")]
         indexes = [models.Index(fields=["segmentation", "next_attempt_at"], name="session_work")]
         permissions = [("upload_sessions", "Can upload session files"),
                        ("retry_work", "Can retry failed and parked pipeline work")]
@@ -101,6 +106,7 @@ class SessionRecord(WorkItem):
 
 
 class TaskSegment(WorkItem):
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     session = models.ForeignKey(SessionRecord, on_delete=models.CASCADE, related_name="segments")
     index = models.PositiveIntegerField()
     start_message = models.PositiveIntegerField()
@@ -141,6 +147,7 @@ class TaskSegment(WorkItem):
 class SegmentMemory(models.Model):
     """Provenance: this memory came (in whole or as a merged duplicate) from this segment."""
 
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     segment = models.ForeignKey(TaskSegment, on_delete=models.CASCADE, related_name="memory_links")
     memory = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="segment_links")
     item_index = models.PositiveIntegerField(help_text="which extracted item of the segment")

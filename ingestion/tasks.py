@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.scoping import in_space_of
 from ingestion import services
+from ingestion.models import SessionRecord
 
 
 def session_process_task(session_id: int) -> dict[str, Any]:
-    return services.session_process(session_id=session_id)
+    with in_space_of(SessionRecord._meta.db_table, session_id):  # the session's space, and only it
+        return services.session_process(session_id=session_id)
 
 
 def segmentation_step() -> dict[str, int]:

@@ -22,8 +22,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents.scoping import api_access, in_space, read_ids, write_space
 from core.api_schema import IDEMPOTENCY_KEY, error_responses
-from core.fields import StrictCharField, tags_field
+from core.fields import (
+    SpaceSlugField,
+    StrictCharField,
+    space_field_schema,
+    spaces_filter,
+    tags_field,
+)
 from core.idempotency import IdempotentPost
 from memories import selectors, services
 from memories.models import MemoryType, Status, Tier
@@ -33,10 +40,15 @@ def _agent(request: Request):
     return getattr(request.user, "agent", None)
 
 
+def _slugs(request: Request) -> dict[int, str]:  # the caller's spaces, where every result comes from
+    return api_access(request).slugs
+
+
 class UploadResultSerializer(serializers.Serializer):
     """One upload's outcome: the memory it created or merged into."""
 
     id = serializers.UUIDField(source="memory.pk")
+    space = SpaceSlugField(source="memory.space_id")
     memory_type = serializers.CharField(source="memory.memory_type")
     tier = serializers.CharField(source="memory.tier")
     status = serializers.CharField(source="memory.status")
@@ -87,6 +99,7 @@ def _item_error(index: int, detail: Any) -> dict[str, Any]:
 
 
 class MemoryUploadInputSerializer(serializers.Serializer):
+    space = space_field_schema()
     content = StrictCharField(max_length=settings.ULTRON_MAX_CONTENT_CHARS)
     # A field named like a serializer attribute: DRF takes it out of the class, mypy cannot know.
     context = StrictCharField(  # type: ignore[assignment]
@@ -103,6 +116,7 @@ class _BatchItemsField(serializers.ListField):
 
 
 class MemoryBatchUploadInputSerializer(serializers.Serializer):
+    space = space_field_schema()
     memories = _BatchItemsField(
         min_length=1, max_length=services.UPLOAD_BATCH_MAX,
         help_text=f"1 to {services.UPLOAD_BATCH_MAX} memories, each with the fields of a single upload")
@@ -127,7 +141,7 @@ class MemoryUploadApi(IdempotentPost, APIView):
                                            resource_type_field_name=None),
                 description="a single memory merged into the one it duplicates; or, for a batch, always "
                             "200 with one result per item, each carrying its own status"),
-            **error_responses(400, 409, 413, 422, 503),
+            **error_responses(400, 403, 409, 413, 422, 503),
         },
         parameters=[IDEMPOTENCY_KEY],
     )
@@ -136,38 +150,53 @@ class MemoryUploadApi(IdempotentPost, APIView):
             return self._batch(request)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = services.memory_upload(agent=_agent(request), **data.validated_data)
-        return Response(self.OutputSerializer(result).data,
+        fields = dict(data.validated_data)
+        agent = _agent(request)
+        target = write_space(api_access(request), slug=fields.pop("space", None),
+                             default=agent.default_space if agent else None)
+        # The upload sees and changes its own space only: its duplicate check, candidates and
+        # cluster placement cannot reach another space, whatever else the caller reads.
+        with in_space(target.pk):
+            result = services.memory_upload(agent=agent, space=target, **fields)
+        return Response(self.OutputSerializer(result, context={"slugs": _slugs(request)}).data,
                         status=status.HTTP_200_OK if result.merged else status.HTTP_201_CREATED)
 
     def _batch(self, request: Request) -> Response:
-        if set(request.data) - {"memories"}:
+        if set(request.data) - {"memories", "space"}:
             raise ValidationError({"memories": ["send one memory's fields or a memories list, not both"]})
         batch = self.BatchInputSerializer(data=request.data)
         batch.is_valid(raise_exception=True)
+        agent = _agent(request)
+        target = write_space(api_access(request), slug=batch.validated_data.get("space"),
+                             default=agent.default_space if agent else None)
+        context = {"slugs": _slugs(request)}
         results: list[dict[str, Any] | None] = []
         valid: list[tuple[int, dict[str, Any]]] = []
         for index, raw in enumerate(batch.validated_data["memories"]):
             item = self.InputSerializer(data=raw)
-            if item.is_valid():
+            if isinstance(raw, dict) and "space" in raw:  # one space per batch, named beside the list
+                results.append({"index": index, "status": 400, "error": _item_error(index, {"space": ["name it once"]})})
+            elif item.is_valid():
                 valid.append((index, dict(item.validated_data)))
                 results.append(None)
             else:
                 results.append({"index": index, "status": 400, "error": _item_error(index, item.errors)})
-        uploads = services.memories_upload(items=[item for _, item in valid], agent=_agent(request))
+        with in_space(target.pk):  # as for a single upload
+            uploads = services.memories_upload(items=[item for _, item in valid], agent=agent, space=target)
         for (index, _), upload in zip(valid, uploads, strict=True):
             if isinstance(upload, services.MemoryInputError):
                 results[index] = {"index": index, "status": 400,
                                   "error": _item_error(index, {upload.field: [upload.message]})}
             else:
                 results[index] = {"index": index, "status": 200 if upload.merged else 201,
-                                  "result": self.OutputSerializer(upload).data}
+                                  "result": self.OutputSerializer(upload, context=context).data}
         counts = Counter(r["status"] for r in results if r)
         return Response({"results": results, "created": counts[201], "merged": counts[200], "failed": counts[400]})
 
 
 class SearchHitSerializer(serializers.Serializer):
     id = serializers.UUIDField()
+    space = SpaceSlugField(source="space_id")
     memory_type = serializers.CharField()
     tier = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
@@ -207,21 +236,25 @@ class MemorySearchApi(APIView):
         tags = tags_field()
         min_score = serializers.FloatField(required=False, default=0.0, min_value=-10.0, max_value=10.0)
         mode = serializers.ChoiceField(choices=list(selectors.SEARCH_MODES), required=False)
+        spaces = spaces_filter()
 
     @extend_schema(request=InputSerializer,
-                   responses={200: SearchResponseSerializer, **error_responses(400, 413, 503)})
+                   responses={200: SearchResponseSerializer, **error_responses(400, 403, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = dict(data.validated_data)
         detail_level = params.pop("detail_level")
-        outcome = services.memories_search(**params)
-        results = SearchHitSerializer(outcome.hits, many=True, detail_level=detail_level).data
+        space_ids = read_ids(api_access(request), params.pop("spaces", None))
+        outcome = services.memories_search(**params, space_ids=space_ids)
+        results = SearchHitSerializer(outcome.hits, many=True, detail_level=detail_level,
+                                      context={"slugs": _slugs(request)}).data
         return Response({"results": results, "count": len(results), "mode": outcome.mode})
 
 
 class MemoryRecordSerializer(serializers.Serializer):
     id = serializers.UUIDField(source="pk")
+    space = SpaceSlugField(source="space_id")
     content = serializers.CharField()
     context = serializers.CharField()  # type: ignore[assignment]
     resolution = serializers.CharField()
@@ -255,8 +288,11 @@ class MemoryDetailsApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        memories, missing = services.memories_read(ids=data.validated_data["ids"])
-        return Response({"memories": MemoryRecordSerializer(memories, many=True).data,
+        # A memory of a space the caller may not read is missing, exactly like one that never was.
+        memories, missing = services.memories_read(ids=data.validated_data["ids"],
+                                                   space_ids=read_ids(api_access(request), None))
+        return Response({"memories": MemoryRecordSerializer(memories, many=True,
+                                                            context={"slugs": _slugs(request)}).data,
                          "missing": [str(i) for i in missing]})
 
 
@@ -276,9 +312,16 @@ class MemoryStatsSerializer(serializers.Serializer):
 
 
 class MemoryStatsApi(APIView):
-    @extend_schema(responses={200: MemoryStatsSerializer, **error_responses()})
+    @extend_schema_serializer(component_name="MemoryStatsFilter")
+    class FilterSerializer(serializers.Serializer):
+        spaces = spaces_filter()
+
+    @extend_schema(parameters=[FilterSerializer], responses={200: MemoryStatsSerializer, **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
-        return Response(selectors.memory_stats())
+        data = self.FilterSerializer(data={"spaces": request.query_params.getlist("spaces")}
+                                     if "spaces" in request.query_params else {})
+        data.is_valid(raise_exception=True)
+        return Response(selectors.memory_stats(space_ids=read_ids(api_access(request), data.validated_data.get("spaces"))))
 
 
 class MemoryListApi(APIView):
@@ -291,10 +334,12 @@ class MemoryListApi(APIView):
         limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
         # Bounded: PostgreSQL's OFFSET is a bigint, and an overflowing one was a 500.
         offset = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
+        spaces = spaces_filter()
 
     @extend_schema_serializer(component_name="MemoryListItem")
     class OutputSerializer(serializers.Serializer):
         id = serializers.UUIDField(source="pk")
+        space = SpaceSlugField(source="space_id")
         memory_type = serializers.CharField()
         tier = serializers.CharField()
         status = serializers.CharField()
@@ -306,12 +351,18 @@ class MemoryListApi(APIView):
     @extend_schema(parameters=[FilterSerializer], responses={
         200: inline_serializer("MemoryPage", {"count": serializers.IntegerField(help_text="memories matching the filters"),
                                               "results": OutputSerializer(many=True)}),
-        **error_responses(400)})
+        **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
-        data = self.FilterSerializer(data=request.query_params)
+        query: dict[str, Any] = request.query_params.dict()
+        if "spaces" in request.query_params:
+            query["spaces"] = request.query_params.getlist("spaces")
+        data = self.FilterSerializer(data=query)
         data.is_valid(raise_exception=True)
-        page = selectors.memory_page(curator=request.user.is_staff, **data.validated_data)
-        return Response({"count": page.count, "results": self.OutputSerializer(page.items, many=True).data})
+        params = dict(data.validated_data)
+        space_ids = read_ids(api_access(request), params.pop("spaces", None))
+        page = selectors.memory_page(curator=request.user.is_staff, space_ids=space_ids, **params)
+        return Response({"count": page.count, "results": self.OutputSerializer(
+            page.items, many=True, context={"slugs": _slugs(request)}).data})
 
 
 class ContextApi(APIView):
@@ -321,6 +372,7 @@ class ContextApi(APIView):
         token_budget = serializers.IntegerField(min_value=50, max_value=32000, default=2000)
         memory_type = serializers.ChoiceField(choices=MemoryType.values, required=False)
         tags = tags_field()
+        spaces = spaces_filter()
 
     @extend_schema_serializer(component_name="ContextBlock")
     class BlockSerializer(serializers.Serializer):
@@ -332,7 +384,7 @@ class ContextApi(APIView):
         200: inline_serializer("ContextResponse", {
             "context": serializers.CharField(help_text="the assembled text"), "tokens": serializers.IntegerField(),
             "token_budget": serializers.IntegerField(), "memories": BlockSerializer(many=True)}),
-        **error_responses(400, 413, 503)})
+        **error_responses(400, 403, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -340,6 +392,7 @@ class ContextApi(APIView):
         assembled = services.context_build(
             query=params.get("query") or "", token_budget=params["token_budget"],
             memory_type=params.get("memory_type"), tags=params.get("tags"),
+            space_ids=read_ids(api_access(request), params.get("spaces")),
         )
         return Response({
             "context": assembled.text,

@@ -12,6 +12,8 @@ from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
 
+from agents.models import shared_space_id
+
 
 class MemoryType(models.TextChoices):
     ERROR = "error", "Error"
@@ -42,6 +44,7 @@ class Source(models.TextChoices):
 
 class Memory(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     content = models.TextField()
     context = models.TextField(blank=True, default="")
     resolution = models.TextField(blank=True, default="")
@@ -119,6 +122,7 @@ class Memory(models.Model):
 class MemoryContribution(models.Model):
     """An upload that was found to duplicate ``memory``; its (redacted) text is kept for review."""
 
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="contributions")
     agent = models.ForeignKey(
         "agents.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="contributions"
@@ -157,6 +161,7 @@ class MergeCandidate(models.Model):
     ``memory`` (the newer) may duplicate ``duplicate_of``. The LLM's verdict (when one is
     configured) or a curator's decision closes it; a dismissed pair is never proposed again."""
 
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="merge_candidates")
     duplicate_of = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="candidate_duplicates")
     similarity = models.FloatField(help_text="Cosine similarity of the two memories when proposed.")
@@ -224,6 +229,7 @@ class MemoryEdit(models.Model):
     """One change a person made to a memory (an edit, archive, restore, merge, split): who, when,
     and the fields before and after. The memory's admin page shows them as its history."""
 
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="edits")
     editor = models.CharField(max_length=150)
     action = models.CharField(max_length=20)
@@ -241,10 +247,12 @@ class MemoryEdit(models.Model):
 
 
 class TierSnapshot(models.Model):
-    """How many active memories each tier held on a day, and how many the day's rebalance runs
-    archived (written by the tier rebalance, one row a day): the dashboard's tier mix over time."""
+    """How many active memories each tier of a space held on a day, and how many the day's
+    rebalance runs archived (written by the tier rebalance, one row a day and space): the
+    dashboard's tier mix over time."""
 
-    day = models.DateField(unique=True)
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    day = models.DateField()
     hot = models.PositiveIntegerField(default=0)
     warm = models.PositiveIntegerField(default=0)
     cold = models.PositiveIntegerField(default=0)
@@ -252,6 +260,7 @@ class TierSnapshot(models.Model):
 
     class Meta:
         ordering = ["-day"]
+        constraints = [models.UniqueConstraint(fields=["space", "day"], name="tier_snapshot_space_day")]
 
     def __str__(self) -> str:
         return f"tiers on {self.day}"
@@ -266,6 +275,9 @@ class LexemeCount(models.Model):
     folded into one row by ``lexeme_counts_compact``. The empty lexeme counts the active
     memories themselves."""
 
+    # No foreign-key constraint: written by the memories table's triggers, like the rest of the row.
+    space = models.ForeignKey("agents.Space", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+",
+                              default=shared_space_id)
     lexeme = models.TextField(db_index=True)
     memories = models.IntegerField()
 
@@ -285,6 +297,9 @@ class MemoryRank(models.Model):
     archived or deleted memory has none); the rebalance writes both tables in one statement and
     sets ``ultron.ranks_written`` for its transaction so the row trigger stands aside."""
 
+    # No foreign-key constraint: written by the memories table's triggers, like the rest of the row.
+    space = models.ForeignKey("agents.Space", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+",
+                              default=shared_space_id)
     memory = models.OneToOneField(
         # No foreign-key constraint: the memories table's triggers keep this table, deletes included (migration 0010).
         Memory, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"

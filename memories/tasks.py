@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from agents.scoping import in_space_of
 from memories import selectors, services
+from memories.models import Memory
+
+_MEMORIES = Memory._meta.db_table
 
 
 def memory_summarize_task(memory_id: str) -> bool:
-    return services.memory_summarize(memory_id=memory_id)
+    with in_space_of(_MEMORIES, memory_id):  # the memory's space, and only it
+        return services.memory_summarize(memory_id=memory_id)
 
 
 def memory_merge_task(memory_id: str) -> bool:
-    return services.memory_merge_contributions(memory_id=memory_id)
+    with in_space_of(_MEMORIES, memory_id):
+        return services.memory_merge_contributions(memory_id=memory_id)
 
 
 def merge_retry_step() -> dict[str, int]:

@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import threading
+
 import pytest
+from django.db import DEFAULT_DB_ALIAS
+from django.db.backends.signals import connection_created
+from django.dispatch import receiver
 from rest_framework.test import APIClient
 
 from agents.services import agent_create, token_issue
@@ -76,11 +81,16 @@ def dashscope_llm(settings, fake_llm_server):
 
 
 def _groups_sync() -> None:
+    """The rows data migrations made that a flush empties: the role groups and the shared space."""
     from django.apps import apps
 
+    from agents.models import SHARED_SPACE, Space
+    from core.spaces import maintenance
     from ultron_site.roles import groups_sync
 
-    groups_sync(apps)
+    with maintenance():
+        groups_sync(apps)
+        Space.objects.get_or_create(slug=SHARED_SPACE, defaults={"name": "Shared"})
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +104,44 @@ def _roles_back_after_flush(request, django_db_blocker):
         with django_db_blocker.unblock():
             _groups_sync()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _hub_scope(request):
+    """A test sets up its data as the hub's own upkeep does: past the row-level security that
+    keeps spaces apart (``core.spaces.maintenance``). Requests the test makes run in their
+    caller's spaces, as served ones do, and the maintenance scope is back after each. A test
+    marked ``spaces_enforced`` runs with no scope at all, as a served process starts."""
+    marker = request.node.get_closest_marker("django_db")
+    uses_db = marker is not None or {"db", "transactional_db", "live_server"} & set(request.fixturenames)
+    if not uses_db or request.node.get_closest_marker("spaces_enforced"):
+        yield
+        return
+    request.getfixturevalue("_django_db_helper")  # the test's database and transaction first
+    if "live_server" in request.fixturenames:
+        request.getfixturevalue("live_server")  # it opens connections of its own when it starts
+    from core.spaces import maintenance
+
+    _TEST_BODY.set()
+    try:
+        with maintenance():
+            yield
+    finally:
+        _TEST_BODY.clear()
+
+
+# While a test body runs, a connection opened meanwhile (the test closed its own, a thread of
+# the test's) starts as the hub's upkeep too: the test sets up data as ``_hub_scope`` says. A
+# served request still runs in its caller's spaces (the middleware opens them).
+_TEST_BODY = threading.Event()
+
+
+@receiver(connection_created)
+def _test_connection_start(sender, connection, **kwargs) -> None:
+    if _TEST_BODY.is_set() and connection.alias == DEFAULT_DB_ALIAS:
+        from core.spaces import MAINTENANCE, scope_apply
+
+        scope_apply(MAINTENANCE)
 
 
 @pytest.fixture(autouse=True)

@@ -261,14 +261,18 @@ def database_restore(*, path: Path, force: bool = False) -> RestoreResult:
     tool = find_tool("pg_restore", server=server, embedded=embedded)
     psql = find_tool("psql", server=server, embedded=embedded)
     toc = _table_of_contents(tool, path)
-    dropped = sorted(set(connection.introspection.django_table_names(only_existing=True)) - _dumped_tables(toc))
+    existing = sorted(connection.introspection.django_table_names(only_existing=True))
+    dropped = sorted(set(existing) - _dumped_tables(toc))
     with connection.cursor() as cursor:
         # An extension the archive needs is created here if missing; the archive's own extension entries
         # are left out of the restore (_without_extensions).
         for name in _extensions(toc):
             cursor.execute(f"CREATE EXTENSION IF NOT EXISTS {connection.ops.quote_name(name)}")
-    prelude = (["-c", "DROP TABLE IF EXISTS " + ", ".join(connection.ops.quote_name(t) for t in dropped)
-                + " CASCADE"] if dropped else [])
+    # Every hub table goes first, in the restore's transaction (the archive then creates its own):
+    # a newer schema's constraints on tables the archive also holds (a space column's foreign key
+    # on a table of an older backup) would otherwise stop its clean-up half-way.
+    prelude = (["-c", "DROP TABLE IF EXISTS " + ", ".join(connection.ops.quote_name(t) for t in existing)
+                + " CASCADE"] if existing else [])
     connection.close()  # the restore's transaction must not wait for ours
     started = time.monotonic()
     with tempfile.NamedTemporaryFile("w", suffix=".list") as listing:

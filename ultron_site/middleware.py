@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.urls import reverse
 
 
@@ -41,3 +41,31 @@ def _forget_printed(username: str) -> None:
             path.unlink()
     except OSError:
         pass
+
+
+class SpaceScopeMiddleware:
+    """Every request runs in its caller's spaces and ends with them (``core/spaces.py``).
+
+    A person logged in to the admin site works in the spaces they curate (or administer), or
+    the one chosen in the header's space switcher; an API caller's spaces are opened by the
+    API's ``SpaceScope`` permission once DRF has authenticated its token. Either way the scope
+    ends with the request (the one before comes back: none, for a served request), and a
+    streamed body is produced inside it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from core.spaces import scope_current, scope_enter, scope_kept, scoped_iterator
+
+        with scope_kept():
+            user = getattr(request, "user", None)
+            if user is not None and user.is_authenticated and not request.path.startswith("/api/"):
+                from ultron_site.spaces_pages import page_spaces
+
+                ids = page_spaces(request)
+                scope_enter(read=ids, write=ids)
+            response = self.get_response(request)
+            if isinstance(response, StreamingHttpResponse):
+                response.streaming_content = scoped_iterator(response.streaming_content, scope_current())
+        return response

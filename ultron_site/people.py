@@ -12,6 +12,8 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from agents.models import SHARED_SPACE, Space
+from agents.services import SpaceError, membership_set
 from ultron_site.models import FirstPassword
 from ultron_site.roles import ROLE_GROUPS, groups_sync
 
@@ -52,12 +54,14 @@ def password_reset(*, username: str) -> str:
         return _one_time_password(user)
 
 
-def person_create(*, username: str, role: str, password_once: bool = True, password: str | None = None) -> CreatedPerson:
+def person_create(*, username: str, role: str, password_once: bool = True, password: str | None = None,
+                  spaces: list[tuple[Space, str]] | None = None) -> CreatedPerson:
     """A staff user in the role's group, with a random password returned once (only its hash
     is stored) and, with ``password_once``, good for one login only: the admin site asks for a
     new one before anything else. ``password``: the person's own choice instead (checked by the
-    password validators; not one-time). Raises ``PersonError`` for an unknown role, a taken name,
-    an agent's name or a password the validators refuse."""
+    password validators; not one-time). ``spaces``: their roles by space (default: ``role`` in
+    the shared space, as every person had before spaces). Raises ``PersonError`` for an unknown
+    role, a taken name, an agent's name or a password the validators refuse."""
     if role not in ROLE_GROUPS:
         raise PersonError(f"unknown role {role!r}; choose one of: {', '.join(ROLE_GROUPS)}")
     username = username.strip()
@@ -80,6 +84,14 @@ def person_create(*, username: str, role: str, password_once: bool = True, passw
             groups_sync(django_apps)
             group = Group.objects.get(name=ROLE_GROUPS[role])
         user.groups.add(group)
+        if spaces is None:
+            shared = Space.objects.filter(slug=SHARED_SPACE).first()
+            spaces = [(shared, role)] if shared is not None else []
+        try:
+            for space, space_role in spaces:
+                membership_set(space=space, user=user, role=space_role)
+        except SpaceError as exc:
+            raise PersonError(str(exc)) from None
         if password_once and not chosen:
             FirstPassword.objects.create(user=user, password_hash=user.password)
     return CreatedPerson(username, role, secret)

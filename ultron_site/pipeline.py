@@ -1,6 +1,7 @@
 """The scheduled pipeline (docs/flow.md#the-scheduled-pipeline): one django-q2 schedule runs the steps in order.
 
-Each step is a plain function (also runnable alone with ``manage.py run_pipeline --step``).
+Each step is a plain function (also runnable alone with ``manage.py run_pipeline --step``), run
+once per space inside that space's database scope (``agents.scoping.each_space``).
 Order: segmentation, scoring, extraction, merge retry, tier rebalance, keyword counts, cluster
 repair, crystallization,
 consolidation (off by default).
@@ -51,13 +52,16 @@ def run_step(name: str) -> dict[str, Any]:
     """Run one step and keep a record of the run (``StepRun``: the dashboard's pipeline panel)."""
     from django.utils import timezone
 
+    from agents.scoping import each_space
     from ultron_site.models import StepRun
 
     function = step_function(name)
     record = StepRun.objects.create(step=name, started_at=timezone.now())
     started = time.monotonic()
     try:
-        result = function()
+        # Each space on its own, in its own scope: judgements never mix spaces, and a space whose
+        # run fails is named in the result while the others go on.
+        result = each_space(function)
     except Exception as exc:
         record.error = f"{type(exc).__name__}: {exc}"[:2000]
         record.finished_at = timezone.now()

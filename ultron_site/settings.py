@@ -92,6 +92,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "ultron_site.middleware.FirstPasswordMiddleware",
+    # After authentication: the request's spaces, for the database's row-level security.
+    "ultron_site.middleware.SpaceScopeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -136,6 +138,16 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
 # Connections are reused for a minute: each is checked before reuse, so after a database restart a
 # request gets a fresh connection instead of an error.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Row-level security keeps spaces apart (core/spaces.py): connections switch to this role,
+# which owns nothing and so is bound by the policies. Created by migration core.0002.
+ULTRON_DB_APP_ROLE = env_str(
+    "ULTRON_DB_APP_ROLE", "ultron_app", group="database",
+    help="The PostgreSQL role the hub's connections run as (no login, owns no table, bound by "
+         "the row-level security that keeps spaces apart). The user of DATABASE_URL must be a "
+         "member of it; migrations create it when that user may create roles.",
+)
+if not ULTRON_DB_APP_ROLE.replace("_", "").isalnum():
+    raise ImproperlyConfigured("ULTRON_DB_APP_ROLE: letters, digits and '_' only")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- i18n / time --------------------------------------------------------------------------
@@ -297,7 +309,8 @@ ULTRON_TOKEN_DAYS = env_int(
 # --- REST API -----------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # SpaceScope last: it opens the caller's spaces in the database (agents/scoping.py).
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated", "agents.scoping.SpaceScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.parsers.JSONBodyParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

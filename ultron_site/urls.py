@@ -3,6 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
+from agents import api as agents_api
 from memories import api as memories_api
 from ultron_site import api as site_api
 
@@ -18,4 +19,5 @@ urlpatterns = [
     path("api/", include("ingestion.urls")),
     path("api/", include("clusters.urls")),
     path("api/context", memories_api.ContextApi.as_view(), name="context"),
+    path("api/spaces", agents_api.SpaceListApi.as_view(), name="spaces"),
 ]

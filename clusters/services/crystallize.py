@@ -38,9 +38,11 @@ def _facts(cluster: KnowledgeCluster) -> list[MemoryFacts]:
     ]
 
 
-def _unique_slug(base: str) -> str:
+def _unique_slug(base: str, space_id: int) -> str:
+    """``base``, or ``base-2``, ``-3``…: unique among the space's skills (other spaces' slugs
+    neither count nor show)."""
     slug, n = base, 2
-    while Skill.objects.filter(slug=slug).exists():
+    while Skill.objects.filter(space_id=space_id, slug=slug).exists():
         suffix = f"-{n}"
         slug = base[: 50 - len(suffix)].rstrip("-") + suffix
         n += 1
@@ -68,7 +70,7 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
 
     def slug_for(base: str) -> str:
         # A rewrite keeps its skill's slug; a new skill's is made unique among the skills.
-        return cluster.skill.slug if cluster.skill else _unique_slug(base)
+        return cluster.skill.slug if cluster.skill else _unique_slug(base, cluster.space_id)  # type: ignore[arg-type]  # never null (stubs read a default as optional)
 
     try:
         written = skill_draft(cluster.topic, members, slug_for=slug_for)
@@ -87,7 +89,7 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
         skill = cluster.skill
         # A first attempt creates the skill even when rejected: a curator can approve that version.
         if skill is None:
-            skill = Skill.objects.create(slug=written.slug, name=draft.name,
+            skill = Skill.objects.create(space_id=cluster.space_id, slug=written.slug, name=draft.name,
                                          description=draft.description, source_cluster=cluster)
             cluster.skill = skill
         current = skill.current_version if skill.status == SkillStatus.PUBLISHED else None
@@ -96,7 +98,7 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
             passed = False
             reason = f"scored {score} and did not beat the published version {current.version} ({current.score})"
         version = SkillVersion.objects.create(
-            skill=skill, version=(skill.versions.aggregate(n=Max("version"))["n"] or 0) + 1,
+            space_id=skill.space_id, skill=skill, version=(skill.versions.aggregate(n=Max("version"))["n"] or 0) + 1,
             name=draft.name, description=draft.description, body=written.body, memory_ids=[m.id for m in members],
             cluster=cluster, quality={"passed": quality.passed, "score": quality.score, **quality.details},
             verification={"passed": verification.passed, "score": verification.score, **verification.details},

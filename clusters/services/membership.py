@@ -36,8 +36,9 @@ def _centroid_shift(cluster_id: int, *, add: Any = None, subtract: Any = None, m
         )
 
 
-def nearest_cluster(vector: Any, *, exclude: int | None = None, ef_set: bool = False) -> tuple[int, float] | None:
-    """The non-empty cluster whose centroid is nearest to ``vector`` (id, cosine similarity),
+def nearest_cluster(vector: Any, *, space_id: int, exclude: int | None = None,
+                    ef_set: bool = False) -> tuple[int, float] | None:
+    """The non-empty cluster of space ``space_id`` whose centroid is nearest to ``vector`` (id, cosine similarity),
     through the index on the clusters' ``direction`` (the centroid as last copied, within
     ``DIRECTION_DRIFT`` of it), ranked by the exact centroid.
 
@@ -45,11 +46,11 @@ def nearest_cluster(vector: Any, *, exclude: int | None = None, ef_set: bool = F
     of the nearest entries can be dead. So the scan looks wider than the default (``ef_set``:
     the caller has already set it for this transaction), and when it still finds nothing (while
     clusters exist) the exact scan answers."""
-    where = "member_count > 0" + ("" if exclude is None else " AND id <> %(exclude)s")
+    where = "member_count > 0 AND space_id = %(space)s" + ("" if exclude is None else " AND id <> %(exclude)s")
     with connection.cursor() as cursor:
         if not ef_set:
             cursor.execute(_WIDE_SCAN)
-        cursor.execute(_nearest_sql(where), {"vector": vector_literal(vector), "exclude": exclude})
+        cursor.execute(_nearest_sql(where), {"vector": vector_literal(vector), "exclude": exclude, "space": space_id})
         row = cursor.fetchone()
     return (int(row[0]), float(row[1])) if row is not None and row[1] is not None else None
 
@@ -79,7 +80,9 @@ def _nearest_sql(where: str) -> str:
 # ef_search only, not the iterative scan: these settings last the whole upload transaction, and
 # its duplicate check reads its nearest neighbours in distance order, which a relaxed iterative
 # scan does not keep.
-_WIDE_SCAN_SETTING = "set_config('hnsw.ef_search', '100', true)"
+# Strict iterative scans (distance order kept): the index holds every space's clusters, and the
+# scan goes on past other spaces' entries until it has its candidates.
+_WIDE_SCAN_SETTING = "set_config('hnsw.ef_search', '100', true), set_config('hnsw.iterative_scan', 'strict_order', true)"
 _WIDE_SCAN = f"SELECT {_WIDE_SCAN_SETTING}"
 # The placement lock and the wider index scan, as SELECT-list expressions: the upload evaluates
 # them in its first statement, after its own lock; any other placement takes them alone.
@@ -105,7 +108,7 @@ def cluster_assign(*, memory_id: Any, memory: Memory | None = None, locked: bool
         if memory is None:
             memory = Memory.objects.filter(
                 pk=memory_id, status=Status.ACTIVE, cluster_member__isnull=True,
-            ).only("pk", "embedding", "content", "context").first()
+            ).only("pk", "space_id", "embedding", "content", "context").first()
             if memory is None:
                 return None
         joined = _join_nearest(cursor, memory)
@@ -114,9 +117,10 @@ def cluster_assign(*, memory_id: Any, memory: Memory | None = None, locked: bool
         # Named offline from the memory alone (placement holds the lock, often in an upload's
         # transaction); the pipeline's crystallization step relabels it on its next run.
         cluster = KnowledgeCluster.objects.create(
-            topic=cluster_label([memory.content, memory.context])[:200], centroid=memory.embedding, member_count=1,
+            space_id=memory.space_id, topic=cluster_label([memory.content, memory.context])[:200], centroid=memory.embedding, member_count=1,
         )
-        ClusterMember.objects.create(cluster=cluster, memory=memory, vector=memory.embedding, similarity=1.0)
+        ClusterMember.objects.create(space_id=memory.space_id, cluster=cluster, memory=memory,
+                                     vector=memory.embedding, similarity=1.0)
         return cluster.pk
 
 
@@ -128,20 +132,21 @@ def _join_nearest(cursor: Any, memory: Memory) -> int | None:
     clusters, members = KnowledgeCluster._meta.db_table, ClusterMember._meta.db_table
     cursor.execute(
         f"""
-        WITH nearest AS ({_nearest_sql("member_count > 0")}
+        WITH nearest AS ({_nearest_sql("member_count > 0 AND space_id = %(space)s")}
         ), shifted AS (
             UPDATE {clusters} k
             SET centroid = k.centroid + %(vector)s::vector, member_count = k.member_count + 1, updated_at = now()
             FROM nearest WHERE k.id = nearest.id AND nearest.similarity >= %(threshold)s
             RETURNING k.id, nearest.similarity
         ), joined AS (
-            INSERT INTO {members} (cluster_id, memory_id, vector, similarity, joined_at)
-            SELECT id, %(memory)s, %(vector)s::vector, similarity, now() FROM shifted
+            INSERT INTO {members} (space_id, cluster_id, memory_id, vector, similarity, joined_at)
+            SELECT %(space)s, id, %(memory)s, %(vector)s::vector, similarity, now() FROM shifted
             RETURNING cluster_id
         )
         SELECT cluster_id FROM joined
         """,
-        {"vector": vector_literal(memory.embedding), "threshold": model_thresholds().cluster, "memory": memory.pk},
+        {"vector": vector_literal(memory.embedding), "threshold": model_thresholds().cluster, "memory": memory.pk,
+         "space": memory.space_id},
     )
     row = cursor.fetchone()
     return int(row[0]) if row is not None else None

@@ -173,7 +173,7 @@ def cluster_import(
 
 def _version_create(skill: Skill, v: SkillVersionImport) -> SkillVersion:
     version = SkillVersion.objects.create(
-        skill=skill, version=v.version, name=v.name[:200], description=v.description, body=v.body,
+        space_id=skill.space_id, skill=skill, version=v.version, name=v.name[:200], description=v.description, body=v.body,
         memory_ids=list(v.memory_ids), cluster_id=v.cluster_id, quality=v.quality or {},
         verification=v.verification or {}, score=v.score, status=v.status, reason=v.reason, author=v.author[:100],
     )

@@ -94,11 +94,22 @@ def _skills_follow(clusters: list[KnowledgeCluster], members_of: dict[int, set[s
 
 
 def clusters_rebuild() -> dict[str, int]:
-    """Rebuild every cluster from the active memories, deterministically (same data, same
-    clusters): memories in creation order, each joining the most similar cluster so far at
-    cosine ≥ threshold or starting one. Skills follow the new cluster holding most of their
-    memories. Also the repair tool after an embedding-model change."""
-    rows = list(Memory.objects.filter(status=Status.ACTIVE).order_by("created_at", "pk")
+    """Rebuild every cluster from the active memories, each space on its own (clusters never
+    mix spaces), deterministically (same data, same clusters): memories in creation order, each
+    joining the most similar cluster so far at cosine ≥ threshold or starting one. Skills
+    follow the new cluster holding most of their memories. Also the repair tool after an
+    embedding-model change. Covers the spaces the connection's scope reads."""
+    spaces = sorted(set(Memory.objects.values_list("space_id", flat=True).distinct())
+                    | set(KnowledgeCluster.objects.values_list("space_id", flat=True).distinct()))
+    totals = {"memories": 0, "clusters": 0}
+    for space_id in spaces:
+        for key, value in _rebuild_space(space_id).items():
+            totals[key] += value
+    return totals
+
+
+def _rebuild_space(space_id: int) -> dict[str, int]:
+    rows = list(Memory.objects.filter(status=Status.ACTIVE, space_id=space_id).order_by("created_at", "pk")
                 .values_list("pk", "embedding", "content", "context"))
     grouping = _group_in_order([row[1] for row in rows], threshold=model_thresholds().cluster,
                                dims=settings.ULTRON_EMBEDDING_DIMENSIONS)
@@ -106,16 +117,16 @@ def clusters_rebuild() -> dict[str, int]:
     topics = _topics(rows, grouping)
     with transaction.atomic():
         old_skills = {s.pk: set(map(str, s.current_version.memory_ids if s.current_version else []))
-                      for s in Skill.objects.select_related("current_version")}
-        ClusterMember.objects.all().delete()
-        KnowledgeCluster.objects.all().delete()
+                      for s in Skill.objects.filter(space_id=space_id).select_related("current_version")}
+        ClusterMember.objects.filter(space_id=space_id).delete()
+        KnowledgeCluster.objects.filter(space_id=space_id).delete()
         clusters = KnowledgeCluster.objects.bulk_create([
-            KnowledgeCluster(topic=topics[i], centroid=list(map(float, grouping.sums[i])), member_count=sizes[i],
+            KnowledgeCluster(space_id=space_id, topic=topics[i], centroid=list(map(float, grouping.sums[i])), member_count=sizes[i],
                              labelled_member_count=sizes[i])
             for i in range(grouping.count)
         ], batch_size=500)
         ClusterMember.objects.bulk_create([
-            ClusterMember(cluster=clusters[c], memory_id=pk, vector=embedding, similarity=s)
+            ClusterMember(space_id=space_id, cluster=clusters[c], memory_id=pk, vector=embedding, similarity=s)
             for (pk, embedding, _, _), c, s in zip(rows, grouping.assignment, grouping.similarity, strict=True)
         ], batch_size=1000)
         members_of: dict[int, set[str]] = {}
@@ -130,7 +141,8 @@ def cluster_relabel(*, cluster_id: int) -> str:
     members = list(Memory.objects.filter(cluster_member__cluster=cluster, status=Status.ACTIVE)
                    .order_by("-hit_count").values_list("summary_l0", "content", "context")[:50])
     # The newest 2,000 active memories stand for the hub: read only if the LLM gives no topic.
-    sample = Memory.objects.filter(status=Status.ACTIVE).order_by("-created_at").values_list("content", "context")[:2000]
+    sample = (Memory.objects.filter(status=Status.ACTIVE, space_id=cluster.space_id).order_by("-created_at")  # type: ignore[misc]  # never null (stubs read a default as optional)
+              .values_list("content", "context")[:2000])
     topic = cluster_label([f"{m[1]} {m[2]}" for m in members], summaries=[m[0] or m[1][:200] for m in members],
                           corpus=Corpus(sample), fallback=cluster.topic)
     KnowledgeCluster.objects.filter(pk=cluster_id).update(topic=topic[:200], labelled_member_count=cluster.member_count)

@@ -46,10 +46,10 @@ def _merge_close(*, threshold: float, limit: int) -> int:
     """Each recently changed cluster's nearest other cluster (through the centroid index);
     pairs at or above ``threshold`` merge, most similar first, each cluster once per run."""
     recent = (KnowledgeCluster.objects.filter(member_count__gt=0).order_by("-updated_at")
-              .values_list("pk", "centroid")[: limit * 5])
+              .values_list("pk", "centroid", "space_id")[: limit * 5])
     pairs = []
-    for cluster_id, centroid in recent:
-        found = nearest_cluster(centroid, exclude=cluster_id)
+    for cluster_id, centroid, space_id in recent:
+        found = nearest_cluster(centroid, space_id=space_id, exclude=cluster_id)
         if found is not None and found[1] >= threshold:
             pairs.append((found[1], cluster_id, found[0]))
     touched: set[int] = set()
@@ -95,7 +95,8 @@ def _move_misfits(*, threshold: float, limit: int) -> int:
     grace = timezone.now() - SINGLETON_GRACE
     members = list(
         ClusterMember.objects.select_related("cluster").order_by("similarity", "pk")
-        .only("pk", "vector", "similarity", "cluster__member_count", "cluster__centroid", "cluster__created_at")[:limit]
+        .only("pk", "space_id", "vector", "similarity", "cluster__member_count", "cluster__centroid",
+              "cluster__created_at")[:limit]
     )
     moved = 0
     emptied: set[int] = set()
@@ -105,7 +106,7 @@ def _move_misfits(*, threshold: float, limit: int) -> int:
             continue
         vector = [float(x) for x in member.vector]
         own_similarity = _own_similarity(member.cluster_id, vector)
-        row = nearest_cluster(vector, exclude=member.cluster_id)
+        row = nearest_cluster(vector, space_id=member.space_id, exclude=member.cluster_id)  # type: ignore[arg-type]  # never null (stubs read a default as optional)
         if row is None or row[1] < threshold or row[1] <= own_similarity + MOVE_MARGIN:
             # Stays: remember how well it fits now, so the next pass looks at others first.
             ClusterMember.objects.filter(pk=member.pk).update(similarity=max(own_similarity, -1.0))

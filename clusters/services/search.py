@@ -10,10 +10,10 @@ from memories.redaction.policy import Occasion, redact_one_for
 from memories.services import embed_texts
 
 
-def skills_search(*, query: str, limit: int) -> list[tuple[Skill, float]]:
-    """Published skills nearest to ``query``, with their cosine similarity."""
+def skills_search(*, query: str, limit: int, space_ids: list[int] | None = None) -> list[tuple[Skill, float]]:
+    """Published skills of ``space_ids`` nearest to ``query``, with their cosine similarity."""
     vector = embed_texts([redact_one_for(Occasion.QUERY, query).text])[0]
-    return selectors.skill_search(vector=vector, limit=limit)
+    return selectors.skill_search(vector=vector, limit=limit, space_ids=space_ids)
 
 
 def skill_search_text(version: Any) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from agents.models import Agent
-from agents.selectors import agent_by_name
+from agents.models import Agent, Space
+from agents.selectors import agent_by_name, space_or_shared
 from core import errors
 from core.errors import ApplicationError
 from core.queue import enqueue_on_commit
@@ -114,14 +114,15 @@ ARCHIVE_PENDING = "pending"  # metadata["archive"]: the segmentation step writes
 
 
 def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metadata: dict,
-                redacted_text: str | None = None) -> RawUpload:
+                space_id: int, redacted_text: str | None = None) -> RawUpload:
     """Keep the redacted text (ULTRON_RAW_ARCHIVE_REDACT, the default) or the original bytes.
     A session file's redaction takes seconds per megabyte, so it is not done in the request:
     the original bytes wait in a spool file and the pipeline's segmentation step, which reads
     them anyway, writes the redacted archive and deletes the spool. ``redacted_text``: the
     caller has redacted the text already (a plain-text ingest), and it is kept as it is."""
     digest = hashlib.sha256(data).hexdigest()
-    raw = RawUpload(kind=kind, name=name[:1000], agent=agent, size=len(data), sha256=digest, metadata=metadata)
+    raw = RawUpload(space_id=space_id, kind=kind, name=name[:1000], agent=agent, size=len(data), sha256=digest,
+                    metadata=metadata)
     keep = len(data) <= settings.ULTRON_RAW_ARCHIVE_MAX_BYTES
     try:
         if settings.ULTRON_RAW_ARCHIVE_REDACT:
@@ -152,14 +153,17 @@ def raw_bytes(raw: RawUpload) -> bytes:
     raise FileNotFoundError(f"the bytes of raw upload {raw.pk} are no longer available")
 
 
-def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob | None) -> FileResult:
-    """Archive one session file and queue its segmentation; no LLM call here."""
+def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob | None,
+                   space: Space | int | None = None) -> FileResult:
+    """Archive one session file in ``space`` (default: the shared space) and queue its
+    segmentation; no LLM call here."""
+    space_id = space_or_shared(space)
     identity = identity.strip()[:1000]
     if not identity:
         raise IngestError("a file needs a name", field="files")
     digest = hashlib.sha256(data).hexdigest()
     # The same bytes as last time cost a hash, not a parse (flow.md#session-files, step 1).
-    existing = SessionRecord.objects.filter(agent=agent, identity=identity).first()
+    existing = SessionRecord.objects.filter(space_id=space_id, agent=agent, identity=identity).first()
     if existing is not None and existing.sha256 == digest:
         return FileResult(identity, "unchanged", existing.pk, lines=existing.line_count,
                           messages=existing.message_count, malformed=existing.malformed)
@@ -173,15 +177,16 @@ def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob |
         result.status, result.reason = "skipped", parsed.reason or "no conversation messages found"
         return result
     with transaction.atomic():
-        raw = raw_archive(kind=RawUpload.Kind.FILE, name=identity, agent=agent, data=data,
-                       metadata={"lines": parsed.lines, "malformed": dict(parsed.malformed)})
+        raw = raw_archive(kind=RawUpload.Kind.FILE, name=identity, agent=agent, data=data, space_id=space_id,
+                          metadata={"lines": parsed.lines, "malformed": dict(parsed.malformed)})
         try:
             with transaction.atomic():
                 session, created = SessionRecord.objects.select_for_update().get_or_create(
-                    agent=agent, identity=identity, defaults={"sha256": digest}
+                    space_id=space_id, agent=agent, identity=identity, defaults={"sha256": digest}
                 )
         except IntegrityError:  # another request created it a moment ago
-            session, created = SessionRecord.objects.select_for_update().get(agent=agent, identity=identity), False
+            session, created = SessionRecord.objects.select_for_update().get(
+                space_id=space_id, agent=agent, identity=identity), False
         # Checked again under the row lock: a concurrent request may have stored these very bytes meanwhile.
         if not created and session.sha256 == digest:
             result.status, result.session_id = "unchanged", session.pk
@@ -207,9 +212,11 @@ def session_ingest(*, agent: Agent, identity: str, data: bytes, job: IngestJob |
     return result
 
 
-def files_ingest(*, agent: Agent, files: list[tuple[str, bytes]]) -> tuple[IngestJob, list[FileResult]]:
-    job = IngestJob.objects.create(agent=agent)
-    results = [session_ingest(agent=agent, identity=name, data=data, job=job) for name, data in files]
+def files_ingest(*, agent: Agent, files: list[tuple[str, bytes]],
+                 space: Space | int | None = None) -> tuple[IngestJob, list[FileResult]]:
+    space_id = space_or_shared(space)
+    job = IngestJob.objects.create(space_id=space_id, agent=agent)
+    results = [session_ingest(agent=agent, identity=name, data=data, job=job, space=space_id) for name, data in files]
     job.files = [r.as_dict() for r in results]
     job.save(update_fields=["files"])
     return job, results
@@ -231,17 +238,18 @@ def uploads_check(files: Sequence[tuple[str, int]]) -> None:
                           code=errors.TOO_LARGE, field="files")
 
 
-def uploads_ingest(*, user: Any, agent_name: str | None, uploads: Sequence[tuple[str, Any]]) -> tuple[
-        IngestJob, list[FileResult]]:
+def uploads_ingest(*, user: Any, agent_name: str | None, uploads: Sequence[tuple[str, Any]],
+                   space: Space | int | None = None) -> tuple[IngestJob, list[FileResult]]:
     """Uploaded files (name, file object with ``size`` and ``read()``) for the caller's agent, or
     for the agent a curator names."""
     agent = acting_agent(user=user, name=agent_name)
     # Sizes are checked before a byte is read: a refused request costs no memory.
     uploads_check([(name, upload.size) for name, upload in uploads])
-    return files_ingest(agent=agent, files=[(name, upload.read()) for name, upload in uploads])
+    return files_ingest(agent=agent, files=[(name, upload.read()) for name, upload in uploads], space=space)
 
 
-def paths_ingest(*, user: Any, agent_name: str | None, paths: list[str]) -> tuple[IngestJob, list[FileResult]]:
+def paths_ingest(*, user: Any, agent_name: str | None, paths: list[str],
+                 space: Space | int | None = None) -> tuple[IngestJob, list[FileResult]]:
     """Files and folders on the server, inside ``ULTRON_INGEST_ROOTS``, for the caller's agent."""
     roots = settings.ULTRON_INGEST_ROOTS
     # Reading the server's disk is off until an operator names the folders agents may read.
@@ -251,7 +259,8 @@ def paths_ingest(*, user: Any, agent_name: str | None, paths: list[str]) -> tupl
     agent = acting_agent(user=user, name=agent_name)
     collected = paths_collect(paths, roots=roots)
     uploads_check([(path.name, path.stat().st_size) for _, path in collected])
-    return files_ingest(agent=agent, files=[(identity, path.read_bytes()) for identity, path in collected])
+    return files_ingest(agent=agent, files=[(identity, path.read_bytes()) for identity, path in collected],
+                        space=space)
 
 
 def acting_agent(*, user: Any, name: str | None) -> Agent:

@@ -78,7 +78,7 @@ def session_segment(*, session_id: int) -> bool:
                     index=index, start_message=span.start, end_message=span.end)
             else:
                 created = TaskSegment.objects.create(
-                    session=session, index=index, start_message=span.start, end_message=span.end,
+                    space_id=session.space_id, session=session, index=index, start_message=span.start, end_message=span.end,
                     topic=span.topic[:200], fingerprint=digest, messages=[m.as_dict() for m in part],
                 )
                 existing[digest] = created
@@ -208,9 +208,10 @@ def segment_extract(*, segment_id: int) -> bool:
         # One batch; each memory and its provenance link commit together (the hook runs inside
         # the transaction that stored the memory).
         results = memory_services.memories_upload(
-            items=uploads, agent=session.agent, source=Source.SEGMENT,
+            items=uploads, agent=session.agent, source=Source.SEGMENT, space=session.space_id,
             on_stored=lambda position, result: SegmentMemory.objects.create(
-                segment=segment_row, memory=result.memory, item_index=pending[position][0]),
+                space_id=session.space_id, segment=segment_row, memory=result.memory,
+                item_index=pending[position][0]),
         )
         refused = [(index, item, result) for (index, item), result in zip(pending, results, strict=True)
                    if isinstance(result, memory_services.MemoryInputError)]

@@ -9,7 +9,8 @@ from typing import Any
 
 from django.conf import settings
 
-from agents.models import Agent
+from agents.models import Agent, Space
+from agents.selectors import space_or_shared
 from core import errors
 from ingestion.judgements import extract
 from ingestion.models import RawUpload
@@ -28,8 +29,10 @@ class TextIngestResult:
     extractor: str
 
 
-def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
-    """Extract memories from plain text and upload them through the memory funnel, as one batch."""
+def text_ingest(*, agent: Agent | None, text: Any, space: Space | int | None = None) -> TextIngestResult:
+    """Extract memories from plain text and upload them through the memory funnel, as one batch,
+    into ``space`` (default: the shared space)."""
+    space_id = space_or_shared(space)
     if not isinstance(text, str) or not text.strip():
         raise IngestError("text is required and must not be blank", field="text")
     # Checked before redaction, which is the costly part: a refused text costs nothing.
@@ -39,12 +42,12 @@ def text_ingest(*, agent: Agent | None, text: Any) -> TextIngestResult:
     # Redacted once: the archive keeps this text, and extraction reads it.
     clean = redact_one_for(Occasion.TEXT, text).text
     raw = raw_archive(kind=RawUpload.Kind.TEXT, name="ingest_text", agent=agent, data=text.encode("utf-8"),
-                      metadata={}, redacted_text=clean)
+                      metadata={}, redacted_text=clean, space_id=space_id)
     items, extractor = extract.text_extract(clean)
     results = memory_services.memories_upload(
         items=[{"content": item.content, "context": item.context, "resolution": item.resolution, "tags": item.tags,
                 "memory_type": item.memory_type or None, "provenance": {"raw_upload": raw.pk}} for item in items],
-        agent=agent, source=Source.INGEST_TEXT,
+        agent=agent, source=Source.INGEST_TEXT, space=space_id,
     )
     uploads = []
     for result in results:

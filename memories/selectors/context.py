@@ -36,12 +36,14 @@ def _render(memory_type: str, summary_l0: str, overview_l1: str, *, full: bool) 
 def context_assemble(
     *, vector: list[float] | None, token_budget: int, hot_limit: int = 20, relevant_limit: int = 20,
     memory_type: str | None = None, tags: list[str] | None = None, text: str = "", floor: float | None = None,
+    space_ids: list[int] | None = None,
 ) -> AssembledContext:
     """A prompt-ready block within ``token_budget`` (docs/flow.md#context): HOT memories first, one line
     each, then the memories most relevant to the query with their L1 overview. The last
     block that does not fit is cut at a sentence or word; the total never exceeds the budget
     (tokens as :func:`memories.text.estimate_tokens` counts them). ``floor``: the search's
-    relevance floor (``memories.selectors.memory_search``)."""
+    relevance floor (``memories.selectors.memory_search``). ``space_ids``: the spaces drawn from
+    (None: every space the connection's scope reads)."""
     headers = {"hot": "## Shared knowledge (HOT)", "relevant": "## Relevant memories"}
     candidates: list[tuple[str, UUID, str]] = []
     hot = Memory.objects.filter(status=Status.ACTIVE, tier=Tier.HOT)
@@ -49,6 +51,8 @@ def context_assemble(
         hot = hot.filter(memory_type=memory_type)
     if tags:
         hot = hot.filter(tags__contains=tags)
+    if space_ids is not None:
+        hot = hot.filter(space_id__in=space_ids)
     for row in hot.order_by("-hit_count", "-last_hit_at").values(
         "id", "memory_type", "summary_l0", "overview_l1"
     )[:hot_limit]:
@@ -56,7 +60,7 @@ def context_assemble(
     if vector is not None:
         seen = {c[1] for c in candidates}
         for hit in memory_search(vector=vector, limit=relevant_limit, memory_type=memory_type, tags=tags,
-                                 mode=settings.ULTRON_SEARCH_MODE, text=text, floor=floor):
+                                 mode=settings.ULTRON_SEARCH_MODE, text=text, floor=floor, space_ids=space_ids):
             if hit.id not in seen:
                 candidates.append(("relevant", hit.id, _render(hit.memory_type, hit.summary_l0, hit.overview_l1, full=True)))
     blocks: list[ContextBlock] = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from memories.models import Memory
 from memories.thresholds import model_thresholds
@@ -23,7 +23,7 @@ def _neighbours_sql(exclude: bool) -> str:
     compiling of a union cost more than the database's work on it."""
     columns = ", ".join(f'"{field.column}"' for field in Memory._meta.concrete_fields
                         if field.name not in LIST_FIELDS_DEFERRED)
-    other = "AND id <> %(exclude)s" if exclude else ""
+    other = "AND space_id = %(space)s" + (" AND id <> %(exclude)s" if exclude else "")
     table = Memory._meta.db_table
     return f"""
         (SELECT {columns}, embedding <=> %(vector)s::vector AS distance, true AS exact FROM {table}
@@ -34,14 +34,27 @@ def _neighbours_sql(exclude: bool) -> str:
     """
 
 
-def memory_duplicate_neighbours(*, body_hash: str, vector: list[float], exclude: Any = None) -> list[Memory]:
-    """The active memories a new (or edited) text may duplicate, for
+# As a SELECT-list expression: the upload sets it in its first statement (services.upload).
+STRICT_SCAN_SETTING = "set_config('hnsw.iterative_scan', 'strict_order', true)"
+
+
+def memory_duplicate_neighbours(*, body_hash: str, vector: list[float], space_id: int,
+                                exclude: Any = None, scan_set: bool = False) -> list[Memory]:
+    """The active memories of space ``space_id`` a new (or edited) text may duplicate, for
     ``memories.judgements.duplicate.duplicate_decide``: the oldest with the same body hash
     (``exact``) and the five nearest by meaning, each with its cosine ``similarity``.
-    ``exclude``: a memory to leave out (an edited memory is checked against the others)."""
-    rows: list[Any] = list(Memory.objects.raw(_neighbours_sql(exclude is not None), {
-        "vector": vector_literal(vector), "hash": body_hash, "exclude": exclude,
-    }))
+    ``exclude``: a memory to leave out (an edited memory is checked against the others).
+
+    The graph holds every space's memories: the scan goes on past other spaces' entries
+    (``hnsw.iterative_scan = strict_order``, which keeps the distance order the decision reads)
+    until it has five of this space (``scan_set``: the caller's transaction has set it already)."""
+    with transaction.atomic():  # the setting lasts to the end of this (or the caller's) transaction
+        if not scan_set:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT {STRICT_SCAN_SETTING}")
+        rows: list[Any] = list(Memory.objects.raw(_neighbours_sql(exclude is not None), {
+            "vector": vector_literal(vector), "hash": body_hash, "exclude": exclude, "space": space_id,
+        }))
     for row in rows:
         # The same body counts as 1.0 whatever its stored vector says (flow.md#duplicate-check).
         row.similarity = 1.0 if row.exact else 1.0 - float(row.distance)
@@ -61,7 +74,7 @@ def memory_pairs_near_duplicate(*, limit: int) -> list[tuple[Any, Any, float]]:
             FROM {table} m
             CROSS JOIN LATERAL (
                 SELECT id, embedding, created_at FROM {table} o
-                WHERE o.status = 'active' AND o.id <> m.id
+                WHERE o.status = 'active' AND o.id <> m.id AND o.space_id = m.space_id
                 ORDER BY o.embedding <=> m.embedding LIMIT 1
             ) n
             WHERE m.id IN (

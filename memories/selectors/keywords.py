@@ -77,17 +77,17 @@ def lexeme_counts_compact(lexemes: list[str] | None = None) -> int:
     each piece is summed by the one statement that deletes it."""
     table = LexemeCount._meta.db_table
     if lexemes is None:
-        chosen, params = f"SELECT lexeme FROM {table} GROUP BY lexeme HAVING count(*) > 1", []
+        chosen, params = f"SELECT lexeme FROM {table} GROUP BY space_id, lexeme HAVING count(*) > 1", []
     else:
         chosen, params = "SELECT unnest(%s::text[])", [list(lexemes)]
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             WITH gone AS (
-                DELETE FROM {table} WHERE lexeme IN ({chosen}) RETURNING lexeme, memories
+                DELETE FROM {table} WHERE lexeme IN ({chosen}) RETURNING space_id, lexeme, memories
             ), folded AS (
-                INSERT INTO {table} (lexeme, memories)
-                SELECT lexeme, sum(memories) FROM gone GROUP BY lexeme HAVING sum(memories) <> 0
+                INSERT INTO {table} (space_id, lexeme, memories)
+                SELECT space_id, lexeme, sum(memories) FROM gone GROUP BY space_id, lexeme HAVING sum(memories) <> 0
                 RETURNING 1
             )
             SELECT (SELECT count(*) FROM gone) - (SELECT count(*) FROM folded)

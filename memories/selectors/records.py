@@ -13,19 +13,26 @@ from memories.selectors.duplicates import LIST_FIELDS_DEFERRED
 from memories.selectors.space import embedding_space_get
 
 
-def memory_details(*, ids: list[Any]) -> list[Memory]:
-    """Full records of the active memories among ``ids``, in the order asked."""
+def _in_spaces(queryset, space_ids: list[int] | None):
+    """``queryset`` narrowed to ``space_ids`` (None: every space the connection's scope reads)."""
+    return queryset if space_ids is None else queryset.filter(space_id__in=space_ids)
+
+
+def memory_details(*, ids: list[Any], space_ids: list[int] | None = None) -> list[Memory]:
+    """Full records of the active memories among ``ids`` in ``space_ids``, in the order asked."""
     found = {
         m.pk: m
-        for m in Memory.objects.defer(*LIST_FIELDS_DEFERRED)
-        .select_related("agent")
-        .filter(pk__in=ids, status=Status.ACTIVE)
+        for m in _in_spaces(Memory.objects.defer(*LIST_FIELDS_DEFERRED)
+                            .select_related("agent", "space")
+                            .filter(pk__in=ids, status=Status.ACTIVE), space_ids)
     }
     return [found[i] for i in ids if i in found]
 
 
-def memory_stats() -> dict[str, Any]:
-    rows = Memory.objects.values("status", "tier", "memory_type").annotate(n=Count("pk"))
+def memory_stats(*, space_ids: list[int] | None = None) -> dict[str, Any]:
+    """Counts of the memories of ``space_ids``, by status, tier and type."""
+    memories = _in_spaces(Memory.objects.all(), space_ids)
+    rows = memories.values("status", "tier", "memory_type").annotate(n=Count("pk"))
     by_status: dict[str, int] = {s: 0 for s in Status.values}
     by_tier: dict[str, int] = {t: 0 for t in Tier.values}
     by_type: dict[str, int] = {t: 0 for t in MemoryType.values}
@@ -40,7 +47,7 @@ def memory_stats() -> dict[str, Any]:
         "by_status": by_status,
         "by_tier": by_tier,
         "by_type": by_type,
-        "merge_pending": Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).count(),
+        "merge_pending": memories.filter(status=Status.ACTIVE, merge_pending=True).count(),
         "embedding": (
             {"provider": space.provider, "model": space.model, "dimensions": space.dimensions}
             if space else None
@@ -50,9 +57,10 @@ def memory_stats() -> dict[str, Any]:
 
 def memory_list(
     *, memory_type: str | None = None, tier: str | None = None, status: str = Status.ACTIVE,
-    tag: str | None = None,
+    tag: str | None = None, space_ids: list[int] | None = None,
 ):
-    queryset = Memory.objects.defer(*LIST_FIELDS_DEFERRED).filter(status=status)
+    queryset = _in_spaces(Memory.objects.defer(*LIST_FIELDS_DEFERRED).select_related("space").filter(status=status),
+                          space_ids)
     if memory_type:
         queryset = queryset.filter(memory_type=memory_type)
     if tier:
@@ -64,10 +72,10 @@ def memory_list(
 
 
 def memory_page(*, curator: bool, offset: int, limit: int, memory_type: str | None = None, tier: str | None = None,
-                status: str = Status.ACTIVE, tag: str | None = None) -> Page:
+                status: str = Status.ACTIVE, tag: str | None = None, space_ids: list[int] | None = None) -> Page:
     """One page of ``memory_list`` for a caller; archived and superseded memories are listed to
     curators only (an agent searching sees active ones, and so does its listing)."""
     if status != Status.ACTIVE and not curator:
         raise ApplicationError("only curators can list archived memories", field="status")
-    queryset = memory_list(memory_type=memory_type, tier=tier, status=status, tag=tag)
+    queryset = memory_list(memory_type=memory_type, tier=tier, status=status, tag=tag, space_ids=space_ids)
     return page_of(queryset, offset=offset, limit=limit)

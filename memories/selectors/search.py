@@ -38,6 +38,7 @@ class SearchHit:
     score: float
     last_hit_at: datetime | None
     created_at: datetime
+    space_id: int = 0
 
 
 SEARCH_MODES = ("semantic", "keyword", "hybrid")
@@ -109,7 +110,7 @@ _SCORED_SQL = """
 WITH {ctes}, fused AS (
     SELECT id, {base} AS base, bool_or(keyword) AS keyword FROM ({union}) ranked GROUP BY id
 ), scored AS (
-    SELECT m.id, m.memory_type, m.tier, m.tags, m.hit_count, m.summary_l0, m.overview_l1,
+    SELECT m.id, m.space_id, m.memory_type, m.tier, m.tags, m.hit_count, m.summary_l0, m.overview_l1,
            m.context, m.last_hit_at, m.created_at,
            1 - (m.embedding <=> %(query)s::vector) AS similarity,
            {score} AS score, f.keyword
@@ -124,12 +125,17 @@ LIMIT %(limit)s
 _RELEVANT = " AND (similarity >= %(floor)s OR keyword)"
 
 
-def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str] | None) -> tuple[str, dict]:
+def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str] | None,
+                    space_ids: list[int] | None = None) -> tuple[str, dict]:
     """The WHERE condition for active memories matching the filters, and its parameters.
     ``memory_type`` and ``tier`` are checked against their choices and written as literals (the
-    planner's row estimates then see the value)."""
+    planner's row estimates then see the value). ``space_ids``: the spaces searched (None: every
+    space the connection's scope reads; the database's policies apply either way)."""
     where = ["status = 'active'"]
     params: dict[str, Any] = {}
+    if space_ids is not None:
+        where.append("space_id = ANY(%(spaces)s::bigint[])")
+        params["spaces"] = [int(i) for i in space_ids]
     if memory_type is not None:
         if memory_type not in MemoryType.values:
             raise ValueError(f"unknown memory_type {memory_type!r}")
@@ -230,8 +236,9 @@ def memory_search(
     mode: str = "semantic",
     text: str = "",
     floor: float | None = None,
+    space_ids: list[int] | None = None,
 ) -> list[SearchHit]:
-    """Active memories for a query, ranked in SQL.
+    """Active memories for a query, ranked in SQL, in ``space_ids`` (see ``_search_filters``).
 
     ``semantic``: similarity from the HNSW candidates (a few times ``limit``), score =
     ``similarity × tier_boost × (1 − w + w × hotness)``. ``keyword``: PostgreSQL full-text
@@ -246,7 +253,7 @@ def memory_search(
     """
     if mode not in SEARCH_MODES:
         raise ValueError(f"unknown mode {mode!r}")
-    condition, params = _search_filters(memory_type=memory_type, tier=tier, tags=tags)
+    condition, params = _search_filters(memory_type=memory_type, tier=tier, tags=tags, space_ids=space_ids)
     terms = query_terms(text) if mode != "semantic" else QueryTerms([])
     selecting = selective_terms(terms)
     tsquery = keyword_query(selecting)
@@ -274,7 +281,7 @@ def memory_search(
             id=row["id"], memory_type=row["memory_type"], tier=row["tier"], tags=list(row["tags"]),
             hit_count=row["hit_count"], summary_l0=row["summary_l0"], overview_l1=row["overview_l1"],
             context=row["context"], similarity=float(row["similarity"]), score=float(row["score"]),
-            last_hit_at=row["last_hit_at"], created_at=row["created_at"],
+            last_hit_at=row["last_hit_at"], created_at=row["created_at"], space_id=row["space_id"],
         )
         for row in rows
     ]

@@ -43,7 +43,8 @@ def merge_candidate_record(
     }
     try:
         with transaction.atomic():
-            return MergeCandidate.objects.create(memory=memory, duplicate_of_id=match.memory.pk, **fields)
+            return MergeCandidate.objects.create(space_id=memory.space_id, memory=memory,
+                                                 duplicate_of_id=match.memory.pk, **fields)
     except IntegrityError:  # recorded meanwhile by another process
         found = merge_candidate_for_pair(memory.pk, match.memory.pk)
         assert found is not None
@@ -103,12 +104,12 @@ def memory_fold(*, keep_id: Any, drop_id: Any, similarity: float, reason: str) -
     with transaction.atomic():
         pair = {m.pk: m for m in Memory.objects.select_for_update().defer("embedding")
                 .filter(pk__in=[keep_id, drop_id], status=Status.ACTIVE)}
-        if len(pair) != 2:
+        if len(pair) != 2 or len({m.space_id for m in pair.values()}) != 1:  # never across spaces
             return False
         keep, drop = pair[keep_id], pair[drop_id]
         now = timezone.now()
         MemoryContribution.objects.create(
-            memory=keep, agent=drop.agent, content=drop.content, context=drop.context,
+            space_id=keep.space_id, memory=keep, agent=drop.agent, content=drop.content, context=drop.context,
             resolution=drop.resolution, tags=drop.tags, similarity=similarity, match_reason=reason,
             source=drop.source, provenance={**drop.provenance, "folded_from": str(drop.pk)},
             redaction_counts=drop.redaction_counts,

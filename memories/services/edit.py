@@ -39,7 +39,8 @@ def _snapshot(memory: Memory, fields: tuple[str, ...] = EDITABLE) -> dict[str, A
 
 def memory_history_record(*, memory_id: Any, editor: str, action: str, before: dict | None = None,
                           after: dict | None = None, note: str = "") -> MemoryEdit:
-    return MemoryEdit.objects.create(memory_id=memory_id, editor=editor[:150], action=action,
+    space_id = Memory.objects.filter(pk=memory_id).values_list("space_id", flat=True).first()
+    return MemoryEdit.objects.create(space_id=space_id, memory_id=memory_id, editor=editor[:150], action=action,
                                      before=before or {}, after=after or {}, note=note[:300])
 
 
@@ -97,7 +98,7 @@ def memory_edit(
         found = duplicate_decide(
             body=memory_body(memory.content, memory.context, memory.resolution), verdicts={},
             neighbours=memory_duplicate_neighbours(body_hash=memory.content_hash, vector=body_changed_vector,
-                                                   exclude=memory.pk),
+                                                   space_id=memory.space_id, exclude=memory.pk),  # type: ignore[arg-type]  # never null (stubs read a default as optional)
         )
         near = [m for m in found if m.memory.pk != memory.pk]
     return EditResult(memory, changed, clean.redactions, near)

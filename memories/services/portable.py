@@ -16,7 +16,8 @@ from typing import Any
 
 from django.db import transaction
 
-from agents.models import Agent
+from agents.models import Agent, Space
+from agents.selectors import space_or_shared
 from memories.models import Memory, MemoryContribution, MergeCandidate, Source
 from memories.services.inputs import MemoryInputError
 from memories.text import content_hash
@@ -51,14 +52,16 @@ def memory_import(
     archived_at: datetime | None = None,
     created_at: datetime,
     updated_at: datetime,
+    space: Space | int | None = None,
 ) -> bool:
-    """Store a memory under its own id (``memory_id``); False (and nothing written) when the hub holds that id."""
+    """Store a memory under its own id (``memory_id``) in ``space`` (default: the shared space);
+    False (and nothing written) when the hub holds that id."""
     with transaction.atomic():
         # Keyed by its UUID: a memory the hub holds stays as it is.
         if Memory.objects.filter(pk=memory_id).exists():
             return False
         memory = Memory.objects.create(
-            id=memory_id, content=content, context=context, resolution=resolution, tags=tags or [],
+            space_id=space_or_shared(space), id=memory_id, content=content, context=context, resolution=resolution, tags=tags or [],
             memory_type=memory_type, tier=tier, status=status, hit_count=hit_count, last_hit_at=last_hit_at,
             summary_l0=summary_l0, overview_l1=overview_l1, embedding=embedding,
             content_hash=content_hash(content, context, resolution), merge_pending=merge_pending, agent=agent,
@@ -90,12 +93,13 @@ def memory_contribution_import(
     when the memory is not."""
     with transaction.atomic():
         # Refused before the key is looked at: a contribution cannot be there without its memory.
-        if not Memory.objects.filter(pk=memory_id).exists():
+        space_id = Memory.objects.filter(pk=memory_id).values_list("space_id", flat=True).first()
+        if space_id is None:
             raise MemoryInputError("memory", _MISSING)
         if MemoryContribution.objects.filter(memory_id=memory_id, created_at=created_at).exists():
             return False
         row = MemoryContribution.objects.create(
-            memory_id=memory_id, agent=agent, content=content, context=context, resolution=resolution,
+            space_id=space_id, memory_id=memory_id, agent=agent, content=content, context=context, resolution=resolution,
             tags=tags or [], similarity=similarity, match_reason=match_reason[:16],
             redaction_counts=redaction_counts or {}, source=source, provenance=provenance or {}, merged_at=merged_at,
         )
@@ -120,16 +124,18 @@ def merge_candidate_import(
     ``MemoryInputError`` naming the field (``memory`` first, then ``duplicate_of``) whose memory
     is not in the hub."""
     with transaction.atomic():
-        found = {str(pk) for pk in Memory.objects.filter(pk__in=[memory_id, duplicate_of_id])
-                 .values_list("pk", flat=True)}
+        found = {str(pk): space_id for pk, space_id in Memory.objects.filter(pk__in=[memory_id, duplicate_of_id])
+                 .values_list("pk", "space_id")}
         for field, value in (("memory", memory_id), ("duplicate_of", duplicate_of_id)):
             if str(value) not in found:
                 raise MemoryInputError(field, _MISSING)
+        if len(set(found.values())) != 1:
+            raise MemoryInputError("duplicate_of", "the two memories are in different spaces")
         # Keyed by the pair in its order, as the export wrote it (the reverse pair is another row).
         if MergeCandidate.objects.filter(memory_id=memory_id, duplicate_of_id=duplicate_of_id).exists():
             return False
         row = MergeCandidate.objects.create(
-            memory_id=memory_id, duplicate_of_id=duplicate_of_id, similarity=similarity, conflicts=conflicts or [],
+            space_id=found[str(memory_id)], memory_id=memory_id, duplicate_of_id=duplicate_of_id, similarity=similarity, conflicts=conflicts or [],
             status=status, llm_verdict=llm_verdict, decided_by=decided_by[:150], decided_at=decided_at,
         )
         _times(MergeCandidate, row.pk, created_at=created_at)

@@ -83,27 +83,29 @@ def memories_search(
     tags: list[str] | None = None,
     min_score: float = 0.0,
     mode: str | None = None,
+    space_ids: list[int] | None = None,
 ) -> SearchOutcome:
     """Active memories for a query (redacted before it is embedded or matched), ranked, each
-    counted as hit; ``mode`` defaults to ``ULTRON_SEARCH_MODE``."""
+    counted as hit; ``mode`` defaults to ``ULTRON_SEARCH_MODE``; ``space_ids``: the spaces
+    searched (None: all the connection's scope reads)."""
     mode = mode or settings.ULTRON_SEARCH_MODE
     text, vector = query_prepare(query)
     if vector is None:  # nothing to search for: the API refuses blank queries before this
         return SearchOutcome([], mode)
     hits = selectors.memory_search(
         vector=vector, limit=limit, memory_type=memory_type, tier=tier, tags=tags_normalise(tags or []),
-        min_score=min_score, mode=mode, text=text, floor=relevance_floor(),
+        min_score=min_score, mode=mode, text=text, floor=relevance_floor(), space_ids=space_ids,
     )
     memory_hits_record(ids=[hit.id for hit in hits], amount=SEARCH_HIT)
     # The counts handed back already include the hit just recorded (flow.md#hits).
     return SearchOutcome([replace(hit, hit_count=hit.hit_count + SEARCH_HIT) for hit in hits], mode)
 
 
-def memories_read(*, ids: list[Any]) -> tuple[list[Memory], list[Any]]:
+def memories_read(*, ids: list[Any], space_ids: list[int] | None = None) -> tuple[list[Memory], list[Any]]:
     """Full records of the active memories among ``ids`` (in the order asked, each counted as
-    a details hit) and the ids not found."""
+    a details hit) and the ids not found (a memory of a space not in ``space_ids`` is not found)."""
     ids = list(dict.fromkeys(ids))
-    memories = selectors.memory_details(ids=ids)
+    memories = selectors.memory_details(ids=ids, space_ids=space_ids)
     memory_hits_record(ids=[m.pk for m in memories], amount=DETAILS_HIT)
     for memory in memories:
         memory.hit_count += DETAILS_HIT
@@ -113,6 +115,7 @@ def memories_read(*, ids: list[Any]) -> tuple[list[Memory], list[Any]]:
 
 def context_build(
     *, query: str = "", token_budget: int, memory_type: str | None = None, tags: list[str] | None = None,
+    space_ids: list[int] | None = None,
 ) -> AssembledContext:
     """A prompt-ready block of shared knowledge within ``token_budget``: HOT memories, then
     those relevant to ``query``. Only the relevant ones count as hits: HOT ones are included for
@@ -120,7 +123,7 @@ def context_build(
     text, vector = query_prepare(query.strip())
     assembled = selectors.context_assemble(
         vector=vector, token_budget=token_budget, memory_type=memory_type, tags=tags_normalise(tags or []),
-        text=text, floor=relevance_floor() if vector is not None else None,
+        text=text, floor=relevance_floor() if vector is not None else None, space_ids=space_ids,
     )
     memory_hits_record(ids=[b.id for b in assembled.blocks if b.section == "relevant"], amount=SEARCH_HIT)
     return assembled

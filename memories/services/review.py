@@ -63,7 +63,8 @@ def contribution_split(*, contribution_id: Any, editor: str) -> Memory:
             raise MemoryInputError("content", "this contribution has the same text as the memory; nothing to split")
         result = _store_new(clean, memory_type, vector, body_hash, agent=contribution.agent,
                             source=contribution.source, provenance={**contribution.provenance,
-                                                                    "split_from": str(original.pk)})
+                                                                    "split_from": str(original.pk)},
+                            space_id=original.space_id)  # type: ignore[arg-type]  # never null (stubs read a default as optional)
         new = result.memory
         contribution.delete()
         still_pending = original.contributions.filter(merged_at__isnull=True).exists()
@@ -71,7 +72,7 @@ def contribution_split(*, contribution_id: Any, editor: str) -> Memory:
         Memory.objects.filter(pk=original.pk).update(hit_count=Greatest(F("hit_count") - 1, 1),
                                                      merge_pending=still_pending)
         MergeCandidate.objects.create(
-            memory=new, duplicate_of=original, similarity=round(float(contribution.similarity), 4),
+            space_id=original.space_id, memory=new, duplicate_of=original, similarity=round(float(contribution.similarity), 4),
             status=CandidateStatus.DISMISSED, decided_by=editor[:150], decided_at=timezone.now(),
         )
         memory_history_record(memory_id=original.pk, editor=editor, action="split",

@@ -14,7 +14,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agents.models import Agent
+from agents.models import Agent, Space
+from agents.selectors import space_or_shared
 from core.queue import enqueue_on_commit
 from memories import signals
 from memories.judgements.classify import classify
@@ -32,6 +33,7 @@ from memories.models import (
     Tier,
 )
 from memories.selectors import memory_duplicate_neighbours
+from memories.selectors.duplicates import STRICT_SCAN_SETTING
 from memories.services.candidates import merge_candidate_record
 from memories.services.embedding_space import embed_texts
 from memories.services.inputs import (
@@ -82,7 +84,10 @@ def upload_lock_register(label: str, expression: str) -> None:
 
 def upload_locks() -> list[tuple[str, str]]:
     """Every lock an upload takes, in the order it takes them: (label, SQL expression)."""
-    return [("duplicate check: one upload decides at a time", "pg_advisory_xact_lock(%s)"), *_UPLOAD_LOCKS.items()]
+    # The graph holds every space's memories: the duplicate check's neighbours in the upload's
+    # space are found by scanning on past the others, in distance order (selectors.duplicates).
+    return [("duplicate check: one upload decides at a time, its scan in distance order",
+             f"pg_advisory_xact_lock(%s), {STRICT_SCAN_SETTING}"), *_UPLOAD_LOCKS.items()]
 
 
 def _upload_locks_take(cursor: Any) -> None:
@@ -107,15 +112,18 @@ def memory_upload(
     source: str = Source.API,
     provenance: dict | None = None,
     memory_type: str | None = None,
+    space: Space | int | None = None,
 ) -> UploadResult:
-    """Store one memory, or merge it into the memory it duplicates (docs/flow.md#upload).
+    """Store one memory in ``space`` (default: the shared space), or merge it into the memory of
+    that space it duplicates (docs/flow.md#upload).
 
     ``memory_type`` is for callers that know the kind from how they found the memory (the
     session extractor knows an error chain from a stated preference); otherwise it is classified.
     """
     clean = memory_input_clean(content=content, context=context, resolution=resolution, tags=tags)
     vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
-    return _funnel(clean, vector, memory_type, agent=agent, source=source, provenance=provenance or {})
+    return _funnel(clean, vector, memory_type, agent=agent, source=source, provenance=provenance or {},
+                   space_id=space_or_shared(space))
 
 
 def memories_upload(
@@ -124,6 +132,7 @@ def memories_upload(
     agent: Agent | None = None,
     source: str = Source.API,
     on_stored: StoredHook | None = None,
+    space: Space | int | None = None,
 ) -> list[UploadResult | MemoryInputError]:
     """Store several memories (docs/flow.md#batch-upload): each item a dict of
     ``memory_upload``'s fields (``content``, ``context``, ``resolution``, ``tags``, and for
@@ -137,6 +146,7 @@ def memories_upload(
     that stored the item at ``index``: a caller's own record of it commits, or not, with it.
     """
     out: list[UploadResult | MemoryInputError] = []
+    space_id = space_or_shared(space)
     for start in range(0, len(items), UPLOAD_BATCH_MAX):
         chunk = items[start : start + UPLOAD_BATCH_MAX]
         cleaned = memory_inputs_clean(chunk)
@@ -150,13 +160,13 @@ def memories_upload(
             # index=index binds this item's position now: a plain closure would see the loop's last value.
             hook = (lambda result, index=index: on_stored(index, result)) if on_stored else None
             out.append(_funnel(clean, next(vectors), item.get("memory_type"), agent=agent, source=source,
-                               provenance=item.get("provenance") or {}, on_stored=hook))
+                               provenance=item.get("provenance") or {}, on_stored=hook, space_id=space_id))
     return out
 
 
 def _funnel(
     clean: CleanMemory, vector: list[float], memory_type: str | None, *, agent: Agent | None, source: str,
-    provenance: dict, on_stored: Callable[[UploadResult], object] | None = None,
+    provenance: dict, space_id: int, on_stored: Callable[[UploadResult], object] | None = None,
 ) -> UploadResult:
     """Classify (unless the type is given), then merge into the duplicate or store as new."""
     if memory_type not in MemoryType.values:
@@ -174,7 +184,8 @@ def _funnel(
             with connection.cursor() as cursor:
                 _upload_locks_take(cursor)
             found = duplicate_decide(
-                body=body, neighbours=memory_duplicate_neighbours(body_hash=body_hash, vector=vector),
+                body=body, neighbours=memory_duplicate_neighbours(body_hash=body_hash, vector=vector, space_id=space_id,
+                                                      scan_set=True),
                 verdicts=verdicts,
             )
             match = found[0] if found else None
@@ -186,7 +197,7 @@ def _funnel(
                 break
             if match is None or match.reason == "candidate":
                 result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
-                                    provenance=provenance)
+                                    provenance=provenance, space_id=space_id)
                 for pk, verdict in verdicts.items():
                     if verdict is False:  # the LLM judged them distinct: kept as its decision
                         merge_candidate_record(memory=result.memory, match=asked[pk], llm_verdict=False)
@@ -219,11 +230,12 @@ def _funnel(
 
 def _store_new(
     clean: CleanMemory, memory_type: str, vector: list[float], body_hash: str, *, agent: Agent | None,
-    source: str, provenance: dict,
+    source: str, provenance: dict, space_id: int,
 ) -> UploadResult:
     # Extractive summaries now; an LLM (if any) rewrites them after commit.
     l0, l1 = extractive_summaries(clean.content, clean.context, clean.resolution)
     memory = Memory.objects.create(
+        space_id=space_id,
         content=clean.content,
         context=clean.context,
         resolution=clean.resolution,
@@ -256,6 +268,7 @@ def _record_duplicate(
     memory = Memory.objects.select_for_update().defer("embedding").get(pk=match.memory.pk)
     identical = match.reason == "exact"
     MemoryContribution.objects.create(
+        space_id=memory.space_id,
         memory=memory,
         agent=agent,
         content=clean.content,

@@ -11,6 +11,7 @@ from django.urls import reverse
 from clusters import services
 from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
 from tests.clusters.test_services import _embedding_space, _fill  # noqa: F401  (fixture)
+from tests.spaces import curate_shared
 from ultron_site.people import person_create
 
 pytestmark = pytest.mark.django_db
@@ -81,6 +82,7 @@ def test_a_viewer_without_the_permissions_cannot_crystallize_or_publish(client):
     cluster = KnowledgeCluster.objects.get(pk=members[0].cluster_member.cluster_id)
     version = services.cluster_crystallize(cluster_id=cluster.pk)
     user = User.objects.create_user("ivy", password="pw-ivy-12345", is_staff=True)
+    curate_shared(user)  # people see the spaces they curate
     user.user_permissions.add(*Permission.objects.filter(codename__in=["view_knowledgecluster", "view_skill"]))
     client.force_login(user)
     assert client.post(reverse("admin:clusters_knowledgecluster_crystallize", args=[cluster.pk])).status_code == 403

@@ -99,6 +99,6 @@ def test_nearest_cluster_ranks_by_the_exact_centroid():
     ]
     query = _unit(99, near=base, spread=0.2)
     exact = max(clusters, key=lambda c: 1 - _cosine_distance(c.centroid, query))
-    found = nearest_cluster(query.tolist())
+    found = nearest_cluster(query.tolist(), space_id=clusters[0].space_id)
     assert found is not None and found[0] == exact.pk
     assert found[1] == pytest.approx(1 - _cosine_distance(exact.centroid, query), abs=1e-5)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
+from agents.services import space_create
 from clusters import selectors, services
 from clusters.judgements.skill_draft import slug_base
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillStatus, SkillVersion
@@ -281,10 +282,13 @@ def test_slug_rules(name, slug):
 
 
 def test_slug_collisions_are_suffixed():
-    Skill.objects.create(slug="docker-networking", name="a")
+    first = Skill.objects.create(slug="docker-networking", name="a")
     Skill.objects.create(slug="docker-networking-2", name="b")
-    assert crystallize._unique_slug("docker-networking") == "docker-networking-3"
-    assert len(crystallize._unique_slug("y" * 50)) <= 50
+    assert crystallize._unique_slug("docker-networking", first.space_id) == "docker-networking-3"
+    assert len(crystallize._unique_slug("y" * 50, first.space_id)) <= 50
+    # Another space's slugs neither count nor show.
+    other = space_create(slug="other-team")
+    assert crystallize._unique_slug("docker-networking", other.pk) == "docker-networking"
 
 
 def test_relabelling_takes_the_llms_topic_without_reading_the_hub(openai_llm, django_assert_num_queries):

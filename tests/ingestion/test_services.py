@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from agents.scoping import in_space
 from bench._common import eval_dir
 from ingestion import services
 from ingestion.judgements.segmentation import segment_offline, validate_spans
@@ -239,9 +240,12 @@ def test_two_workers_never_claim_the_same_session(agent):
     claimed: list[list[int]] = []
     barrier = threading.Barrier(2)
 
+    shared = SessionRecord.objects.values_list("space_id", flat=True).first()
+
     def worker():
         barrier.wait()
-        claimed.append(work.claim(SessionRecord.objects.filter(segmentation=WorkState.PENDING), 5))
+        with in_space(shared):  # a worker works in one space at a time (agents.scoping.each_space)
+            claimed.append(work.claim(SessionRecord.objects.filter(segmentation=WorkState.PENDING), 5))
         connection.close()
 
     threads = [threading.Thread(target=worker) for _ in range(2)]
@@ -283,12 +287,15 @@ def test_two_workers_running_the_pipeline_do_everything_once(agent, settings):
     _back_to_pending()
     errors = []
 
+    shared = SessionRecord.objects.values_list("space_id", flat=True).first()
+
     def worker():
         try:
-            services.sessions_segment(limit=2)
-            services.sessions_segment(limit=2)
-            services.segments_score()
-            services.segments_extract()
+            with in_space(shared):  # a worker works in one space at a time (agents.scoping.each_space)
+                services.sessions_segment(limit=2)
+                services.sessions_segment(limit=2)
+                services.segments_score()
+                services.segments_extract()
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
         finally:

@@ -12,6 +12,7 @@ from memories.services import memories_consolidate, memory_upload
 from memories.services.candidates import merge_candidate_accept, merge_candidate_dismiss
 from memories.services.inputs import MemoryInputError
 from memories.thresholds import model_thresholds
+from tests.spaces import curate_shared
 
 pytestmark = pytest.mark.django_db
 
@@ -148,6 +149,7 @@ def test_curator_reviews_candidates_in_the_admin(agent, band, client):
     first = memory_upload(**FIRST, agent=agent)
     second = memory_upload(**REWORDED, agent=agent)
     user = User.objects.create_user("carol", password="pw-carol-12345", is_staff=True)
+    curate_shared(user)  # people see the spaces they curate
     user.user_permissions.add(*Permission.objects.filter(
         codename__in=["view_mergecandidate", "change_mergecandidate"]))
     client.force_login(user)
@@ -167,6 +169,7 @@ def test_viewing_without_the_change_permission_offers_no_decision(agent, band, c
     memory_upload(**FIRST, agent=agent)
     second = memory_upload(**REWORDED, agent=agent)
     user = User.objects.create_user("vic", password="pw-vic-12345", is_staff=True)
+    curate_shared(user)  # people see the spaces they curate
     user.user_permissions.add(Permission.objects.get(codename="view_mergecandidate"))
     client.force_login(user)
     page = client.get("/admin/memories/mergecandidate/")
@@ -180,6 +183,7 @@ def test_a_memory_page_lists_the_memories_it_may_duplicate(agent, band, client):
     first = memory_upload(**FIRST, agent=agent)
     second = memory_upload(**REWORDED, agent=agent)
     user = User.objects.create_user("vic", password="pw-vic-12345", is_staff=True)
+    curate_shared(user)  # people see the spaces they curate
     user.user_permissions.add(*Permission.objects.filter(codename__in=["view_memory", "view_mergecandidate"]))
     client.force_login(user)
     page = client.get(f"/admin/memories/memory/{second.memory.pk}/change/")

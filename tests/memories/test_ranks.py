@@ -85,6 +85,9 @@ def test_migration_copied_the_ranks_of_memories_already_stored(agent):
     _bulk(4, agent)
     MemoryRank.objects.all().delete()
     backfill = import_module("memories.migrations.0010_memory_ranks").FORWARD.split("INSERT INTO memories_memoryrank")[-1]
+    # The table has had a space column since migration 0013: the backfill's rows take the memory's.
+    backfill = backfill.replace("(memory_id, hit_count,", "(memory_id, space_id, hit_count,").replace(
+        "SELECT id, hit_count,", "SELECT id, space_id, hit_count,")
     with connection.cursor() as cursor:
         cursor.execute("INSERT INTO memories_memoryrank" + backfill)
     assert_ranks_follow()

@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from agents.selectors import space_or_shared
 from memories import selectors
 from memories.models import LexemeCount, Memory, Status, Tier
 from memories.selectors import (
@@ -148,7 +149,8 @@ def test_search_and_dedup_use_the_hnsw_indexes_at_a_realistic_row_count(settings
                        [Memory._meta.db_table])
         assert [row[0] for row in cursor.fetchall()] == ["memory_emb_active_hnsw"]
     # Dedup: the nearest active neighbours, through the same index.
-    plan = _explain(_neighbours_sql(False), {"vector": vector_literal(query), "hash": "none", "exclude": None})
+    plan = _explain(_neighbours_sql(False), {"vector": vector_literal(query), "hash": "none", "exclude": None,
+                                             "space": space_or_shared(None)})
     assert "memory_emb_active_hnsw" in plan, plan
 
 
@@ -176,7 +178,8 @@ def test_filtered_search_still_finds_rare_tagged_rows_among_many():
 def memory_find_duplicate(*, body_hash, vector, verdicts):
     from memories.judgements.duplicate import duplicate_decide
 
-    return duplicate_decide(body="", neighbours=memory_duplicate_neighbours(body_hash=body_hash, vector=vector),
+    return duplicate_decide(body="", neighbours=memory_duplicate_neighbours(body_hash=body_hash, vector=vector,
+                                                                                space_id=space_or_shared(None)),
                             verdicts=verdicts)
 
 

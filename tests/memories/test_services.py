@@ -12,6 +12,7 @@ from memories import services
 from memories.models import Memory, MemoryContribution, Status, Tier
 from memories.services import MemoryInputError, memory_upload, tiers_rebalance
 from memories.thresholds import model_thresholds
+from tests.spaces import as_hub
 
 pytestmark = pytest.mark.django_db
 
@@ -236,7 +237,7 @@ def test_parallel_uploads_of_the_same_memory_create_one_row(agent):
     def worker() -> None:
         try:
             barrier.wait()
-            results.append(memory_upload(**ERROR, agent=agent))
+            results.append(as_hub(memory_upload)(**ERROR, agent=agent))
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:

@@ -27,7 +27,7 @@ def _statements(queries: list[dict]) -> list[str]:
 def test_a_new_memory_joining_a_cluster_takes_four_statements():
     first = services.memory_upload(content=FIRST)
     with CaptureQueriesContext(connection) as captured:
-        second = services.memory_upload(content=SECOND)
+        second = services.memory_upload(content=SECOND, space=first.memory.space_id)
     assert not second.merged and second.candidates == []
     assert not MergeCandidate.objects.exists()
     member = ClusterMember.objects.get(memory=second.memory)
@@ -47,9 +47,10 @@ def test_a_new_memory_joining_a_cluster_takes_four_statements():
 
 
 def test_a_new_memory_far_from_every_cluster_founds_one_in_one_more_statement_each():
-    services.memory_upload(content=FIRST)
+    space = services.memory_upload(content=FIRST).memory.space_id  # the space named, as the API names it
     with CaptureQueriesContext(connection) as captured:
-        other = services.memory_upload(content="Rotate the TLS certificates of the ingress before they expire")
+        other = services.memory_upload(content="Rotate the TLS certificates of the ingress before they expire",
+                                       space=space)
     assert not other.merged
     member = ClusterMember.objects.get(memory=other.memory)
     assert member.similarity == 1.0 and member.cluster.member_count == 1
@@ -58,9 +59,9 @@ def test_a_new_memory_far_from_every_cluster_founds_one_in_one_more_statement_ea
 
 
 def test_a_repeated_upload_merges_in_a_bounded_number_of_statements():
-    services.memory_upload(content=FIRST)
+    space = services.memory_upload(content=FIRST).memory.space_id  # the space named, as the API names it
     with CaptureQueriesContext(connection) as captured:
-        again = services.memory_upload(content=FIRST)
+        again = services.memory_upload(content=FIRST, space=space)
     assert again.merged and again.match_reason == "exact"
     # the lock; the lookup; the row locked; the contribution; the counters; the row read back
     assert len(_statements(captured.captured_queries)) == 6, "\n".join(_statements(captured.captured_queries))

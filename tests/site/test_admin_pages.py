@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from memories.models import Memory, MemoryEdit, Status
 from memories.services import memory_upload
+from tests.spaces import curate_shared
 from ultron_site.people import person_create
 
 pytestmark = pytest.mark.django_db
@@ -396,6 +397,7 @@ def test_merge_review_needs_the_review_permission(client, memory):
     from django.contrib.auth.models import User
 
     user = User.objects.create_user("viewer", password="pw-viewer-123", is_staff=True)
+    curate_shared(user)  # people see the spaces they curate
     client.force_login(user)
     assert client.get(reverse("admin:memories_memory_merge_review")).status_code == 403
     assert client.post(reverse("admin:memories_memory_review_action", args=[memory.pk, "accept"])).status_code == 403

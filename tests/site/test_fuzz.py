@@ -41,6 +41,9 @@ def stored_rows(agent) -> dict:
 
 @pytest.mark.parametrize("role", ["curator", "agent"])
 def test_every_operation_answers_as_its_schema_declares(live_server, agent, stored_rows, role):
+    from ultron_site.warmup import warm_up
+
+    warm_up()  # a served hub answers once warm (/api/health says "warming", 503, until then)
     staff = role == "curator"
     token = token_issue(agent=agent_create(name="fuzz-curator", staff=True) if staff else agent).token
     results = fuzz(base_url=live_server.url, tokens={role: token}, examples=EXAMPLES, seed=SEED, coverage=COVERAGE,

@@ -40,6 +40,7 @@ from memories.models import Memory, MemoryContribution, MemoryEdit, Status
 from memories.services import embedding_space_ensure, embedding_space_forget, memory_upload
 from memories.services.edit import memory_edit
 from memories.thresholds import model_thresholds
+from tests.spaces import as_hub
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -189,7 +190,7 @@ def test_a_curators_edit_racing_duplicate_uploads_loses_neither(web, agent):
         while not any(u.done() for u in uploads):  # the uploads are flowing: the edit lands among them
             time.sleep(0.01)
         # a curator re-types and re-tags the memory; its text stays, so the uploads stay its duplicates
-        edit = pool.submit(memory_edit, memory_id=memory.pk, editor="curator", content=text, resolution=fix,
+        edit = pool.submit(as_hub(memory_edit), memory_id=memory.pk, editor="curator", content=text, resolution=fix,
                            memory_type="pattern", tags=["alembic", "migrations"])
         answers = [u.result() for u in uploads]
         edit.result()

@@ -5,9 +5,10 @@ from django.core.management.base import BaseCommand, CommandError
 from clusters.models import KnowledgeCluster
 from clusters.selectors import cluster_get
 from clusters.services import cluster_crystallize, crystallization_step
+from core.spaces import HubWideCommand
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = "Crystallize one cluster (--cluster ID) or every ready one."
 
     def add_arguments(self, parser):

@@ -5,9 +5,10 @@ import time
 from django.core.management.base import BaseCommand
 
 from clusters.services import clusters_rebuild
+from core.spaces import HubWideCommand
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = "Rebuild every cluster from the active memories (deterministic; also the repair tool)."
 
     def handle(self, *args, **options):

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from core.spaces import HubWideCommand
 from ingestion import training
 
 
@@ -34,7 +35,7 @@ def _since(value: str) -> datetime:
     return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = ("Write the task segments scoring at least --min-score (default ULTRON_SFT_MIN_SCORE) as "
             "chat fine-tuning JSONL, redacted, one {\"messages\": [...]} per segment, to FILE ('-': standard "
             "output).")

@@ -4,11 +4,12 @@ import time
 
 from django.core.management.base import BaseCommand
 
+from core.spaces import HubWideCommand
 from memories.services import embedding_space_calibrate
 from memories.thresholds import MODEL_THRESHOLDS, VALUES
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = ("Fit the configured embedding space's thresholds (automatic merge, merge candidate, cluster join "
             "and merge, segmentation shift, search relevance floor) on the labelled sets in tests/data, print "
             "what each is expected to give per set, and store them for the space.")

@@ -4,10 +4,11 @@ import time
 
 from django.core.management.base import BaseCommand
 
+from core.spaces import HubWideCommand
 from memories.services import tiers_rebalance
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = "Re-tier active memories by hits (HOT/WARM/COLD) and archive stale COLD ones."
 
     def handle(self, *args, **options):

@@ -5,10 +5,11 @@ import time
 
 from django.core.management.base import BaseCommand
 
+from core.spaces import HubWideCommand
 from memories.services import memories_reembed
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = "Re-embed every memory with the configured embedding model (after changing it)."
 
     def add_arguments(self, parser):

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from core.spaces import HubWideCommand
 from memories.services import memories_merge_retry
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = "Retry the LLM merge of memories marked merge_pending."
 
     def add_arguments(self, parser):

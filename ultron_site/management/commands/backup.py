@@ -4,10 +4,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.spaces import HubWideCommand
 from ultron_site.backup import BackupError, database_backup, describe
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = (
         "Back up the hub's whole database (embedded or DATABASE_URL) to FILE as a pg_dump "
         "custom-format archive. FILE appears only once the dump is complete."

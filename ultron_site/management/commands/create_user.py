@@ -4,6 +4,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.services import SpaceError, parse_space_roles
 from ultron_site.people import PersonError, person_create
 from ultron_site.roles import ROLE_GROUPS
 
@@ -16,12 +17,20 @@ class Command(BaseCommand):
         parser.add_argument("name")
         parser.add_argument("--role", required=True, choices=sorted(ROLE_GROUPS))
         parser.add_argument(
+            "--space", action="append", default=[], metavar="SLUG[:ROLE]",
+            help="a space they work in, with a role there (reader, writer, curator, admin; default: "
+                 "the --role); repeatable. Without it: the shared space.")
+        parser.add_argument(
             "--password-stdin", action="store_true",
             help="Read the person's own password from the first line of standard input (at least "
                  "12 characters, not a common or all-numeric one, not like the name) instead of "
                  "printing a one-time password.")
 
-    def handle(self, *args, name: str, role: str, password_stdin: bool, **options):
+    def handle(self, *args, name: str, role: str, password_stdin: bool, space: list[str], **options):
+        try:
+            spaces = parse_space_roles(space, role) if space else None
+        except SpaceError as exc:
+            raise CommandError(str(exc)) from None
         password = None
         if password_stdin:
             # Only the line ending goes: spaces may belong to the password.
@@ -29,7 +38,7 @@ class Command(BaseCommand):
             if not password:
                 raise CommandError("--password-stdin: standard input held no password")
         try:
-            person = person_create(username=name, role=role, password=password)
+            person = person_create(username=name, role=role, password=password, spaces=spaces)
         except PersonError as exc:
             raise CommandError(str(exc)) from None
         if password is not None:

@@ -5,10 +5,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.spaces import HubWideCommand
 from ultron_site.portable import export_write
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = (
         "Export memories (with their embeddings), contributions, clusters and skills as JSON lines "
         "to FILE, or to standard output with '-'. Read back with import_memories."

@@ -5,10 +5,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.spaces import HubWideCommand
 from ultron_site.portable import ImportFailed, import_lines
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = (
         "Import a file written by export_memories (or standard input with '-'). Idempotent: what "
         "the hub already holds is left as it is. Bad lines are reported by number and skipped; the "

@@ -5,11 +5,12 @@ from pathlib import Path
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from core.spaces import HubWideCommand
 from memories.services import embedding_space_forget
 from ultron_site.backup import BackupError, database_restore, describe
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = (
         "Restore the hub's database from FILE (made by `manage.py backup`), then migrate it to "
         "this version. Refuses a database that already holds hub data unless --force."

@@ -4,10 +4,11 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.spaces import HubWideCommand
 from ultron_site import pipeline
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = (
         "Run the scheduled pipeline now: every step in order (--all) or one (--step NAME). "
         "Exits non-zero, naming the failed steps, when any step failed."
