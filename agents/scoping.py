@@ -63,6 +63,23 @@ def write_space(access: SpaceAccess, *, slug: str | None, default: Space | None)
     return default
 
 
+def api_agent(request):
+    """The calling agent (None for a person's session)."""
+    return getattr(request.user, "agent", None)
+
+
+def api_write_target(request, slug: str | None) -> tuple[Any, Space]:
+    """The calling agent and the space its write goes to: ``slug`` if named, else the agent's
+    default space (``write_space`` refuses either where the caller may not write)."""
+    agent = api_agent(request)
+    return agent, write_space(api_access(request), slug=slug or None, default=agent.default_space if agent else None)
+
+
+def api_slugs(request) -> dict[int, str]:
+    """Space ids to slugs for the caller's spaces (every result it is shown comes from one)."""
+    return api_access(request).slugs
+
+
 @contextlib.contextmanager
 def in_space(space_id: int) -> Iterator[Scope]:
     """One space's work (a pipeline step, a task): read and write that space only."""

@@ -23,7 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.scoping import SpaceScope, api_access, in_space, read_ids, write_space
+from agents.scoping import SpaceScope, api_access, api_write_target, in_space, read_ids
 from core import errors
 from core.api_schema import IDEMPOTENCY_KEY, ErrorSerializer, error_responses
 from core.fields import StrictCharField
@@ -96,13 +96,6 @@ class JobProgressSerializer(serializers.Serializer):
     files = JobFileSerializer(many=True)
 
 
-def _target_space(request: Request, slug: str | None):
-    """Where an ingest writes: the named space, else the calling agent's default (403 unless the
-    caller may write there)."""
-    agent = getattr(request.user, "agent", None)
-    return write_space(api_access(request), slug=slug or None, default=agent.default_space if agent else None)
-
-
 class IngestApi(IdempotentPost, APIView):
     """Upload session files (multipart ``files``, optional parallel ``names``; ``.jsonl``, ``.json``,
     ``.traj`` or ``.md``, the format read from the content) or name
@@ -160,7 +153,7 @@ class IngestApi(IdempotentPost, APIView):
         # The name is the session's identity: without ``names``, two uploads called run.jsonl are one session
         # (flow.md#session-files).
         named = [(names[index] if names else upload.name, upload) for index, upload in enumerate(uploads)]
-        target = _target_space(request, request.data.get("space"))
+        target = api_write_target(request, request.data.get("space"))[1]
         with in_space(target.pk):  # the sessions, archives and job belong to that space only
             return services.uploads_ingest(user=request.user, agent_name=request.data.get("agent"), uploads=named,
                                            space=target)
@@ -168,7 +161,7 @@ class IngestApi(IdempotentPost, APIView):
     def _paths(self, request: Request):
         data = self.PathsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        target = _target_space(request, data.validated_data.get("space"))
+        target = api_write_target(request, data.validated_data.get("space"))[1]
         with in_space(target.pk):
             return services.paths_ingest(user=request.user, agent_name=data.validated_data.get("agent"),
                                          paths=data.validated_data["paths"], space=target)
@@ -206,7 +199,7 @@ class IngestTextApi(IdempotentPost, APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        target = _target_space(request, data.validated_data.get("space"))
+        target = api_write_target(request, data.validated_data.get("space"))[1]
         with in_space(target.pk):
             result = services.text_ingest(agent=getattr(request.user, "agent", None), text=data.validated_data["text"],
                                           space=target)
@@ -250,6 +243,8 @@ class TrajectoryExportApi(APIView):
         task_type = serializers.ChoiceField(choices=training.TASK_TYPES, required=False)
         since = serializers.DateTimeField(required=False, help_text="segments created at or after this "
                                                                      "(ISO 8601 date or date-time; UTC if no zone)")
+        space = serializers.ListField(child=serializers.CharField(max_length=50), required=False,
+                                      help_text="only these spaces (repeatable; default: every space you read)")
 
     @extend_schema(
         parameters=[FilterSerializer],
@@ -262,12 +257,16 @@ class TrajectoryExportApi(APIView):
                       for media in ("application/json", "application/x-ndjson")}},
     )
     def get(self, request: Request) -> StreamingHttpResponse:
-        data = self.FilterSerializer(data=request.query_params)
+        query: dict[str, Any] = request.query_params.dict()
+        if "space" in request.query_params:
+            query["space"] = request.query_params.getlist("space")
+        data = self.FilterSerializer(data=query)
         data.is_valid(raise_exception=True)
         params = data.validated_data
         lines = training.sft_lines(
             min_score=params.get("min_score", settings.ULTRON_SFT_MIN_SCORE),
             task_type=params.get("task_type"), since=params.get("since"),
+            space_ids=read_ids(api_access(request), params.get("space")),
         )
         response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="training.jsonl"'

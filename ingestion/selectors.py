@@ -102,11 +102,15 @@ def segment_outcome(segment: TaskSegment) -> str:
 
 
 def segments_for_training(
-    *, min_score: float, task_type: str | None = None, since: datetime | None = None
+    *, min_score: float, task_type: str | None = None, since: datetime | None = None,
+    space_ids: list[int] | None = None,
 ) -> Iterator[TaskSegment]:
     """Scored segments at or above ``min_score`` (of ``task_type``, created at or after
-    ``since``), oldest first, read from the database in chunks (an export can be large)."""
+    ``since``, of ``space_ids``: None for every space the connection's scope reads), oldest
+    first, read from the database in chunks (an export can be large)."""
     queryset = TaskSegment.objects.filter(score__gte=min_score)
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
     if task_type:
         queryset = queryset.filter(task_type=task_type)
     if since is not None:

@@ -180,17 +180,20 @@ def _redacted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def sft_records(
-    *, min_score: float, task_type: str | None = None, since: datetime | None = None
+    *, min_score: float, task_type: str | None = None, since: datetime | None = None,
+    space_ids: list[int] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """One ``{"messages": [...]}`` record per segment scoring at least ``min_score`` (of
-    ``task_type``, created at or after ``since``), oldest first, redacted."""
-    for segment in segments_for_training(min_score=min_score, task_type=task_type, since=since):
+    ``task_type``, created at or after ``since``, of ``space_ids``), oldest first, redacted."""
+    for segment in segments_for_training(min_score=min_score, task_type=task_type, since=since,
+                                         space_ids=space_ids):
         messages = chat_messages(segment.messages)
         if any(m["role"] == "assistant" for m in messages):
             yield {"messages": _redacted(messages)}
 
 
-def sft_lines(*, min_score: float, task_type: str | None = None, since: datetime | None = None) -> Iterator[str]:
+def sft_lines(*, min_score: float, task_type: str | None = None, since: datetime | None = None,
+              space_ids: list[int] | None = None) -> Iterator[str]:
     """:func:`sft_records` as JSON lines (JSONL, each ending in a newline)."""
-    for record in sft_records(min_score=min_score, task_type=task_type, since=since):
+    for record in sft_records(min_score=min_score, task_type=task_type, since=since, space_ids=space_ids):
         yield json.dumps(record, ensure_ascii=False) + "\n"

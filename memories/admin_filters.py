@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.core.cache import cache
 from django.db.models import Count
 
+from core.spaces import scope_current
 from memories.models import Memory
 
 
@@ -78,7 +79,10 @@ class TagFilter(WithoutCounts, admin.SimpleListFilter):
     def lookups(self, request, model_admin):
         # The 20 commonest tags of active memories: an unnest over every row (~80 ms at 100k), so
         # kept for five minutes; a chosen tag outside the list is added below.
-        tags = list(cache.get_or_set(TOP_TAGS_KEY, _top_tags, 300) or [])
+        # Kept per set of spaces read: one team's tags are never offered to another.
+        scope = scope_current()
+        key = f"{TOP_TAGS_KEY}:{'all' if scope.maintenance else ','.join(map(str, scope.read))}"
+        tags = list(cache.get_or_set(key, _top_tags, 300) or [])
         chosen = self.value()
         if chosen and chosen not in tags:
             tags.append(chosen)

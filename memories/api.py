@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.scoping import api_access, in_space, read_ids, write_space
+from agents.scoping import api_access, api_slugs, api_write_target, in_space, read_ids
 from core.api_schema import IDEMPOTENCY_KEY, error_responses
 from core.fields import (
     SpaceSlugField,
@@ -34,14 +34,6 @@ from core.fields import (
 from core.idempotency import IdempotentPost
 from memories import selectors, services
 from memories.models import MemoryType, Status, Tier
-
-
-def _agent(request: Request):
-    return getattr(request.user, "agent", None)
-
-
-def _slugs(request: Request) -> dict[int, str]:  # the caller's spaces, where every result comes from
-    return api_access(request).slugs
 
 
 class UploadResultSerializer(serializers.Serializer):
@@ -151,14 +143,12 @@ class MemoryUploadApi(IdempotentPost, APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
-        agent = _agent(request)
-        target = write_space(api_access(request), slug=fields.pop("space", None),
-                             default=agent.default_space if agent else None)
+        agent, target = api_write_target(request, fields.pop("space", None))
         # The upload sees and changes its own space only: its duplicate check, candidates and
         # cluster placement cannot reach another space, whatever else the caller reads.
         with in_space(target.pk):
             result = services.memory_upload(agent=agent, space=target, **fields)
-        return Response(self.OutputSerializer(result, context={"slugs": _slugs(request)}).data,
+        return Response(self.OutputSerializer(result, context={"slugs": api_slugs(request)}).data,
                         status=status.HTTP_200_OK if result.merged else status.HTTP_201_CREATED)
 
     def _batch(self, request: Request) -> Response:
@@ -166,10 +156,8 @@ class MemoryUploadApi(IdempotentPost, APIView):
             raise ValidationError({"memories": ["send one memory's fields or a memories list, not both"]})
         batch = self.BatchInputSerializer(data=request.data)
         batch.is_valid(raise_exception=True)
-        agent = _agent(request)
-        target = write_space(api_access(request), slug=batch.validated_data.get("space"),
-                             default=agent.default_space if agent else None)
-        context = {"slugs": _slugs(request)}
+        agent, target = api_write_target(request, batch.validated_data.get("space"))
+        context = {"slugs": api_slugs(request)}
         results: list[dict[str, Any] | None] = []
         valid: list[tuple[int, dict[str, Any]]] = []
         for index, raw in enumerate(batch.validated_data["memories"]):
@@ -248,7 +236,7 @@ class MemorySearchApi(APIView):
         space_ids = read_ids(api_access(request), params.pop("spaces", None))
         outcome = services.memories_search(**params, space_ids=space_ids)
         results = SearchHitSerializer(outcome.hits, many=True, detail_level=detail_level,
-                                      context={"slugs": _slugs(request)}).data
+                                      context={"slugs": api_slugs(request)}).data
         return Response({"results": results, "count": len(results), "mode": outcome.mode})
 
 
@@ -292,7 +280,7 @@ class MemoryDetailsApi(APIView):
         memories, missing = services.memories_read(ids=data.validated_data["ids"],
                                                    space_ids=read_ids(api_access(request), None))
         return Response({"memories": MemoryRecordSerializer(memories, many=True,
-                                                            context={"slugs": _slugs(request)}).data,
+                                                            context={"slugs": api_slugs(request)}).data,
                          "missing": [str(i) for i in missing]})
 
 
@@ -362,7 +350,7 @@ class MemoryListApi(APIView):
         space_ids = read_ids(api_access(request), params.pop("spaces", None))
         page = selectors.memory_page(curator=request.user.is_staff, space_ids=space_ids, **params)
         return Response({"count": page.count, "results": self.OutputSerializer(
-            page.items, many=True, context={"slugs": _slugs(request)}).data})
+            page.items, many=True, context={"slugs": api_slugs(request)}).data})
 
 
 class ContextApi(APIView):

@@ -88,11 +88,11 @@ def _vector_sum(vectors: list[Any]) -> np.ndarray:
     return np.sum(np.asarray(vectors, dtype=np.float64), axis=0)
 
 
-def _member_vectors(members: list[MemberImport]) -> dict[str, list[float]]:
-    """Each member's vector, for the members whose memory the hub holds (only they join): the
+def _member_vectors(members: list[MemberImport], space_id: int) -> dict[str, list[float]]:
+    """Each member's vector, for the members whose memory the space holds (only they join): the
     one given, else the memory's stored embedding."""
     given = {str(m.memory_id): m.vector for m in members}
-    stored = Memory.objects.filter(pk__in=list(given)).values_list("pk", "embedding")
+    stored = Memory.objects.filter(pk__in=list(given), space_id=space_id).values_list("pk", "embedding")
     out = {}
     for memory_id, embedding in stored:
         vector = given[str(memory_id)]
@@ -101,9 +101,10 @@ def _member_vectors(members: list[MemberImport]) -> dict[str, list[float]]:
     return out
 
 
-def _members_create(cluster_id: int, members: list[MemberImport], vectors: dict[str, list[float]]) -> None:
+def _members_create(cluster_id: int, members: list[MemberImport], vectors: dict[str, list[float]],
+                    space_id: int) -> None:
     rows = ClusterMember.objects.bulk_create([
-        ClusterMember(cluster_id=cluster_id, memory_id=m.memory_id, vector=vectors[str(m.memory_id)],
+        ClusterMember(space_id=space_id, cluster_id=cluster_id, memory_id=m.memory_id, vector=vectors[str(m.memory_id)],
                       similarity=m.similarity) for m in members])
     for row, member in zip(rows, members, strict=True):
         row.joined_at = member.joined_at  # bulk_create set it to now (auto_now_add)
@@ -123,9 +124,10 @@ def cluster_import(
     labelled_member_count: int = 0,
     created_at: datetime,
     updated_at: datetime,
+    space_id: int,
 ) -> ClusterImported:
-    """Store a cluster and the members whose memories the hub holds (a member whose memory is in
-    another cluster already stays there).
+    """Store a cluster in space ``space_id`` and the members whose memories that space holds (a
+    member whose memory is in another cluster already stays there).
 
     A cluster already here is found by its members (the cluster holding most of them) or, for a
     file cluster without members, by topic and creation time: then only the members it lacks
@@ -134,14 +136,15 @@ def cluster_import(
     members were embedded anew here), else with the sum of the members that joined."""
     ids = [str(m.memory_id) for m in members]
     with transaction.atomic():
-        held = dict(ClusterMember.objects.filter(memory_id__in=ids).values_list("memory_id", "cluster_id"))
-        vectors = _member_vectors(members)
+        held = dict(ClusterMember.objects.filter(memory_id__in=ids, space_id=space_id)
+                    .values_list("memory_id", "cluster_id"))
+        vectors = _member_vectors(members, space_id)
         joining = [m for m in members if str(m.memory_id) in vectors]
         # A cluster may be here already when one of its memories has a cluster, or it has none to go by.
         if held or not members:
             taken = Counter(held.values())
             matched = (taken.most_common(1)[0][0] if taken else
-                       KnowledgeCluster.objects.filter(topic=topic, created_at=created_at)
+                       KnowledgeCluster.objects.filter(space_id=space_id, topic=topic, created_at=created_at)
                        .values_list("pk", flat=True).first())
             if matched is not None:
                 # A member whose memory is in a cluster already (this one or another) stays there.
@@ -150,7 +153,7 @@ def cluster_import(
                 if joining:  # members whose memories arrived after the cluster did
                     _centroid_shift(matched, add=_vector_sum([vectors[str(m.memory_id)] for m in joining]),
                                     members=len(joining))
-                    _members_create(matched, joining, vectors)
+                    _members_create(matched, joining, vectors, space_id)
                 return ClusterImported(cluster_id=matched, created=False, joined=len(joining))
         if centroid is None or len(joining) != len(members):
             # The sum of the members it really holds, in this hub's space.
@@ -158,7 +161,7 @@ def cluster_import(
                       else np.zeros(settings.ULTRON_EMBEDDING_DIMENSIONS))
             centroid = [float(x) for x in summed]
         cluster = KnowledgeCluster.objects.create(
-            topic=topic[:200], centroid=centroid, member_count=len(joining),
+            space_id=space_id, topic=topic[:200], centroid=centroid, member_count=len(joining),
             superseded_skill_slugs=superseded_skill_slugs or [],
             members_at_last_crystallization=members_at_last_crystallization,
             last_crystallization_at=last_crystallization_at,
@@ -166,7 +169,7 @@ def cluster_import(
             last_crystallization_reason=last_crystallization_reason,
             labelled_member_count=labelled_member_count,
         )
-        _members_create(cluster.pk, joining, vectors)
+        _members_create(cluster.pk, joining, vectors, space_id)
         _times(KnowledgeCluster, cluster.pk, created_at=created_at, updated_at=updated_at)
     return ClusterImported(cluster_id=cluster.pk, created=True, joined=len(joining))
 
@@ -193,18 +196,19 @@ def skill_import(
     versions: list[SkillVersionImport],
     created_at: datetime,
     updated_at: datetime,
+    space_id: int,
 ) -> SkillImported:
     """Store a skill by its slug with its versions; a skill already here gains only the versions
     it lacks (its own fields, current version and times stay). Raises
     ``SkillImportError`` when a new skill's ``current_version`` is none of ``versions`` (nothing
     is stored then)."""
     with transaction.atomic():
-        skill = Skill.objects.filter(slug=slug).first()
+        skill = Skill.objects.filter(space_id=space_id, slug=slug).first()
         created = skill is None
         # Keyed by slug: a skill here keeps its own fields and gains only the versions it lacks.
         if skill is None:
             skill = Skill.objects.create(
-                slug=slug[:50], name=name[:200], description=description, status=status,
+                space_id=space_id, slug=slug[:50], name=name[:200], description=description, status=status,
                 source_cluster_id=source_cluster_id, embedding=embedding,
             )
         have = set(skill.versions.values_list("version", flat=True))
@@ -224,7 +228,8 @@ def cluster_skill_link(*, cluster_id: int, slug: str) -> bool:
     """Point a cluster at the skill with ``slug`` (an import stores skills after clusters); a
     cluster that has a skill keeps it. False when nothing changed (no such skill, or a skill there)."""
     with transaction.atomic():
-        skill_id = Skill.objects.filter(slug=slug).values_list("pk", flat=True).first()
+        space_id = KnowledgeCluster.objects.filter(pk=cluster_id).values_list("space_id", flat=True).first()
+        skill_id = Skill.objects.filter(space_id=space_id, slug=slug).values_list("pk", flat=True).first()
         # No skill of that slug: the file did not give it, or the hub refused it.
         if skill_id is None:
             return False

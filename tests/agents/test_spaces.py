@@ -211,3 +211,39 @@ def test_the_pipeline_runs_each_space_on_its_own(teams):
     result = each_space(step)
     assert {frozenset(s) for s in seen if s} == {frozenset({teams["a"].pk}), frozenset({teams["b"].pk})}
     assert result["memories"] == 1 and list(result["failed_spaces"]) == ["team-b"]
+
+
+def test_clusters_skills_and_jobs_of_another_space_are_missing(teams):
+    from clusters.models import KnowledgeCluster, Skill
+
+    for i in range(3):
+        teams["api_a"].post(reverse("memory-upload"), {**SECRET_TOPIC, "content": f"{SECRET_TOPIC['content']} ({i})"},
+                            format="json")
+    cluster = KnowledgeCluster.objects.get(space=teams["a"])
+    Skill.objects.create(space=teams["a"], slug="billing-jvm", name="Billing JVM heap", status="published")
+    api_b = teams["api_b"]
+    assert api_b.get(reverse("cluster-list")).json()["results"] == []
+    assert api_b.get(reverse("cluster-detail", args=[cluster.pk])).status_code == 404
+    assert api_b.get(reverse("skill-list")).json()["results"] == []
+    assert api_b.get(reverse("skill-detail", args=["billing-jvm"])).status_code == 404
+    assert api_b.get(reverse("skill-detail", args=["no-such-skill"])).status_code == 404  # the same answer
+    assert api_b.get(reverse("skill-list") + "?space=team-a").status_code == 403
+    # Team A sees them, each saying its space.
+    listed = teams["api_a"].get(reverse("cluster-list")).json()["results"]
+    assert [(c["id"], c["space"]) for c in listed] == [(cluster.pk, "team-a")]
+    assert teams["api_a"].get(reverse("skill-detail", args=["billing-jvm"])).json()["space"] == "team-a"
+
+
+def test_export_of_one_space_holds_only_its_rows_and_import_goes_to_the_space_named(teams, tmp_path):
+    from django.core.management import call_command
+
+    a_memory = _memory_in(teams["a"], "team A: feature flags are cleaned up every quarter")
+    _memory_in(teams["b"], "team B: secrets live in the vault, never in the repository")
+    path = tmp_path / "team-a.jsonl"
+    call_command("export_memories", str(path), "--space", "team-a")
+    text = path.read_text()
+    assert "feature flags" in text and "vault" not in text
+    Memory.objects.filter(pk=a_memory.pk).delete()
+    call_command("import_memories", str(path), "--space", "team-c")
+    moved = Memory.objects.get(pk=a_memory.pk)
+    assert moved.space.slug == "team-c"

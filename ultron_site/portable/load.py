@@ -116,9 +116,9 @@ def _redact_slots(slots: list[tuple[Line, tuple[tuple, str]]]) -> list[Redacted]
 
 
 class Importer:
-    def __init__(self) -> None:
+    def __init__(self, space_id: int | None = None) -> None:
         self.report = ImportReport()
-        self.ctx = Context()
+        self.ctx = Context(space_id=space_id)
         self.same_space = False
         self.dims = 0
 
@@ -274,9 +274,9 @@ class _Version:
 _VECTOR_FIELD = {"memory": "embedding", "cluster": "centroid or a member's vector", "skill": "embedding"}
 
 
-def import_lines(stream: Iterable[str | bytes], *, batch: int = BATCH) -> ImportReport:
+def import_lines(stream: Iterable[str | bytes], *, batch: int = BATCH, space_id: int | None = None) -> ImportReport:
     """Import an export read line by line from ``stream``."""
-    importer = Importer()
+    importer = Importer(space_id)
     pending: list[Line] = []
     for number, raw in enumerate(stream, 1):
         try:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, transaction
 
-from agents.selectors import agent_by_name
+from agents.selectors import agent_by_name, space_or_shared
 from agents.services import agent_create
 from clusters.services import (
     MemberImport,
@@ -64,6 +64,7 @@ class Context:
     agents_created: list[str] = field(default_factory=list)
 
     agent_errors: dict[str, str] = field(default_factory=dict)
+    space_id: int | None = None  # where the import stores everything (None: the shared space)
 
     def agents_resolve(self, names: set[str]) -> None:
         """Find or create (without a token: it cannot log in) the agents a batch names, each in
@@ -106,6 +107,7 @@ def memory_store(line: Line, ctx: Context) -> str:
         agent=ctx.agent(d.get("agent")), source=d.get("source", "api"),
         provenance=d.get("provenance", {}), redaction_counts=d.get("redaction_counts", {}),
         archived_at=d.get("archived_at"), created_at=d["created_at"], updated_at=d["updated_at"],
+        space=ctx.space_id,
     )
     # A memory the hub holds is there, whatever its agent; a new one whose agent could not be
     # created is refused (the line's savepoint undoes the write), as before anything was written.
@@ -166,7 +168,7 @@ def cluster_store(line: Line, ctx: Context) -> str:
         last_crystallization_result=d.get("last_crystallization_result", ""),
         last_crystallization_reason=d.get("last_crystallization_reason", ""),
         labelled_member_count=d.get("labelled_member_count", 0),
-        created_at=d["created_at"], updated_at=d["updated_at"],
+        created_at=d["created_at"], updated_at=d["updated_at"], space_id=space_or_shared(ctx.space_id),
     )
     ctx.clusters[d["id"]] = result.cluster_id
     if d.get("skill"):
@@ -193,7 +195,7 @@ def skill_store(line: Line, ctx: Context) -> str:
             slug=d["slug"], name=d["name"], description=d.get("description", ""), status=d["status"],
             source_cluster_id=ctx.clusters.get(d.get("source_cluster", -1)), embedding=line.vector,
             current_version=d.get("current_version"), versions=versions,
-            created_at=d["created_at"], updated_at=d["updated_at"],
+            created_at=d["created_at"], updated_at=d["updated_at"], space_id=space_or_shared(ctx.space_id),
         )
     except SkillImportError as exc:  # the current version is none of the line's versions
         raise LineError(str(exc)) from None

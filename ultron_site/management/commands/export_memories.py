@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from core.spaces import HubWideCommand
+from agents.services import SpaceError, space_get
+from core.spaces import HubWideCommand, space_scope
 from ultron_site.portable import export_write
 
 
@@ -17,8 +19,19 @@ class Command(HubWideCommand, BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="where to write, or - for standard output")
+        parser.add_argument("--space", action="append", default=[], metavar="SLUG",
+                            help="export this space only (repeatable; default: every space)")
 
-    def handle(self, *args, file: str, **options):
+    def handle(self, *args, file: str, space: list[str], **options):
+        try:
+            ids = [space_get(slug=slug).pk for slug in space]
+        except SpaceError as exc:
+            raise CommandError(str(exc)) from None
+        # Read through the database's scope: the rows of the spaces asked for, nothing else.
+        with space_scope(read=ids) if ids else contextlib.nullcontext():
+            self._export(file)
+
+    def _export(self, file: str) -> None:
         if file == "-":
             counts = export_write(self.stdout)  # each line ends in a newline: nothing is added
             self.stderr.write(_summary(counts, "standard output"))

@@ -5,6 +5,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.models import SHARED_SPACE
+from agents.scoping import in_space
+from agents.services import SpaceError, space_create, space_get
 from core.spaces import HubWideCommand
 from ultron_site.portable import ImportFailed, import_lines
 
@@ -18,17 +21,25 @@ class Command(HubWideCommand, BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="the export, or - for standard input")
+        parser.add_argument("--space", default=None,
+                            help="the space everything goes to (default: shared); created if missing")
 
-    def handle(self, *args, file: str, **options):
+    def handle(self, *args, file: str, space: str | None, **options):
         try:
-            if file == "-":
-                report = import_lines(sys.stdin.buffer)
-            else:
-                path = Path(file).expanduser()
-                if not path.is_file():
-                    raise CommandError(f"no such file: {path}")
-                with path.open("rb") as stream:
-                    report = import_lines(stream)
+            target = space_create(slug=space) if space else space_get(slug=SHARED_SPACE)
+        except SpaceError as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            # The target space only: what the import reads (is this memory here?) and writes.
+            with in_space(target.pk):
+                if file == "-":
+                    report = import_lines(sys.stdin.buffer, space_id=target.pk)
+                else:
+                    path = Path(file).expanduser()
+                    if not path.is_file():
+                        raise CommandError(f"no such file: {path}")
+                    with path.open("rb") as stream:
+                        report = import_lines(stream, space_id=target.pk)
         except ImportFailed as exc:
             raise CommandError(f"import failed: {exc}") from None
         for kind in ("memory", "contribution", "candidate", "cluster", "skill"):
