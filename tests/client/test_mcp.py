@@ -17,14 +17,16 @@ from ultron.mcp_server import build_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TOOLS = {"search_memories", "get_memory_details", "upload_memory", "get_context", "ingest_text", "list_skills",
-         "get_skill"}
+         "get_skill", "list_spaces"}
 MEMORY = {"content": "npm ERR! EACCES: permission denied, mkdir '/usr/lib/node_modules'",
           "context": "npm install -g as a normal user", "resolution": "set npm's prefix to ~/.npm-global",
           "tags": ["npm", "node"]}
 
 
 def _env(hub, tmp_path) -> dict[str, str]:
-    return {"ULTRON_URL": hub.url, "ULTRON_TOKEN": hub.token, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    # PYTHONPATH: the stdio client passes a few variables only; the server must be this checkout's.
+    return {"ULTRON_URL": hub.url, "ULTRON_TOKEN": hub.token, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
 
 
 def test_stdio_subprocess_serves_the_hub(hub, tmp_path):
