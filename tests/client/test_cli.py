@@ -147,7 +147,11 @@ def test_watch_reuploads_a_session_as_it_grows(hub, tmp_path, capsys):
 def test_skills_list_show_and_install(skill, capsys, tmp_path):
     code, out, _ = run(capsys, "skills", "list")
     assert code == OK and skill in out and out.splitlines()[0].split()[:4] == ["slug", "space", "version", "score"]
-    code, out, _ = run(capsys, "skills", "show", skill)
+    assert out.splitlines()[1].split()[:2] == [skill, "shared"]
+    code, out, _ = run(capsys, "skills", "list", "--space", "shared", "--json")
+    assert code == OK and [(s["slug"], s["space"]) for s in json.loads(out)] == [(skill, "shared")]
+    assert run(capsys, "skills", "list", "--space", "team-x")[0] == AUTH  # the hub's 403: not a space it reads
+    code, out, _ = run(capsys, "skills", "show", skill, "--space", "shared")
     assert code == OK and out.startswith("---")
     target = tmp_path / "skills"
     code, out, _ = run(capsys, "skills", "install", skill, "--dir", str(target))
