@@ -9,6 +9,15 @@ subprocesses some tests start inherit.
 """
 
 import os
+import sys
+from pathlib import Path
+
+# The agents' client of this checkout (client/), before any installed copy: a virtual
+# environment shared by several checkouts has the client installed editable from one of them,
+# and a checkout's tests must run its own. The subprocesses the tests start inherit it.
+CLIENT = str(Path(__file__).resolve().parents[1] / "client")
+sys.path.insert(0, CLIENT)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (CLIENT, os.environ.get("PYTHONPATH")) if p)
 
 os.environ["ULTRON_Q_SYNC"] = "true"
 os.environ["ULTRON_LLM_PROVIDER"] = "offline"

@@ -4,6 +4,8 @@
     record = ultron.upload_memory(content="...", context="...", resolution="...", tags=["python"])
     for r in ultron.search_memories("python import error", limit=5):
         print(r.record.memory_type, r.record.summary_l0, r.similarity_score)
+
+    team = Ultron(space="team-a")  # writes go to team-a; reads cover every space the token reads
 """
 
 from ultron.client import AsyncUltron, Ultron, __version__
@@ -34,6 +36,7 @@ from ultron.models import (
     MemoryRecord,
     SearchResult,
     Skill,
+    Space,
     Stats,
     TextIngestResult,
     UploadResult,
@@ -43,6 +46,6 @@ __all__ = [
     "APIError", "AsyncUltron", "AuthenticationError", "BatchItem", "Context", "ContextEntry", "Health",
     "IngestFile", "IngestResult", "InvalidRequestError", "JobFile", "JobProgress", "MemoryList", "MemoryRecord",
     "NotFoundError", "PermissionDeniedError", "RateLimitError", "RequestTooLargeError", "SearchResult",
-    "ServerError", "Skill", "Stats", "TextIngestResult", "Ultron", "UltronConnectionError", "UltronError",
+    "ServerError", "Skill", "Space", "Stats", "TextIngestResult", "Ultron", "UltronConnectionError", "UltronError",
     "UploadResult", "UsageError", "WaitTimeout", "__version__",
 ]

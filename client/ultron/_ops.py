@@ -24,6 +24,7 @@ from ultron.models import (
     MemoryRecord,
     SearchResult,
     Skill,
+    Space,
     Stats,
     TextIngestResult,
     UploadResult,
@@ -55,9 +56,34 @@ def _tags(tags: Iterable[str] | None) -> list[str] | None:
     return list(tags)
 
 
+def _spaces(spaces: Iterable[str] | str | None) -> list[str] | None:
+    """A read's spaces: None (every space the caller may read) or the slugs named."""
+    if spaces is None:
+        return None
+    found = [spaces] if isinstance(spaces, str) else list(spaces)
+    if not found or not all(isinstance(s, str) and s.strip() for s in found):
+        raise UsageError(f"spaces is a list of space slugs, not {spaces!r}")
+    return [s.strip() for s in found]
+
+
+def _space(space: str | None) -> str | None:
+    """A write's space: a slug, or None for the agent's default space."""
+    if space is None:
+        return None
+    if not isinstance(space, str) or not space.strip():
+        raise UsageError(f"space is a space's slug, not {space!r}")
+    return space.strip()
+
+
+def spaces() -> Operation[list[Space]]:
+    data = yield Request("GET", "/api/spaces")
+    return [Space.from_api(s) for s in data["results"]]
+
+
 def upload_memory(*, content: str, context: str | None = None, resolution: str | None = None,
-                  tags: Iterable[str] | None = None) -> Operation[UploadResult]:
-    body = _clean({"content": content, "context": context, "resolution": resolution, "tags": _tags(tags)})
+                  tags: Iterable[str] | None = None, space: str | None = None) -> Operation[UploadResult]:
+    body = _clean({"content": content, "context": context, "resolution": resolution, "tags": _tags(tags),
+                   "space": _space(space)})
     data = yield Request("POST", "/api/memories/upload", json=body, timeout=UPLOAD_TIMEOUT, idempotency_key=_key())
     return UploadResult.from_api(data)
 
@@ -73,17 +99,19 @@ def _batch_item(memory: Mapping[str, Any] | str) -> dict[str, Any]:
     return item
 
 
-def upload_memories(memories: Sequence[Mapping[str, Any] | str]) -> Operation[list[BatchItem]]:
-    """Batch upload, 100 items a request (the hub's limit): one result per item, in order; an
-    item the hub refused carries its error while the others are stored."""
+def upload_memories(memories: Sequence[Mapping[str, Any] | str], *,
+                    space: str | None = None) -> Operation[list[BatchItem]]:
+    """Batch upload, 100 items a request (the hub's limit), all to one space: one result per
+    item, in order; an item the hub refused carries its error while the others are stored."""
     items = [_batch_item(m) for m in memories]
     if not items:
         raise UsageError("give at least one memory")
+    target = _space(space)
     out: list[BatchItem] = []
     for start in range(0, len(items), MAX_BATCH):
         chunk = items[start:start + MAX_BATCH]
-        data = yield Request("POST", "/api/memories/upload", json={"memories": chunk}, timeout=UPLOAD_TIMEOUT,
-                             idempotency_key=_key())
+        data = yield Request("POST", "/api/memories/upload", json=_clean({"memories": chunk, "space": target}),
+                             timeout=UPLOAD_TIMEOUT, idempotency_key=_key())
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list) or len(results) != len(chunk):
             raise UsageError("the hub did not answer with one result per memory: does it take batch uploads "
@@ -97,9 +125,11 @@ def upload_memories(memories: Sequence[Mapping[str, Any] | str]) -> Operation[li
 
 def search_memories(*, query: str, detail_level: str = "l1", limit: int = 10, memory_type: str | None = None,
                     tier: str | None = None, tags: Iterable[str] | None = None, mode: str | None = None,
-                    min_score: float | None = None) -> Operation[list[SearchResult]]:
+                    min_score: float | None = None,
+                    spaces: Iterable[str] | str | None = None) -> Operation[list[SearchResult]]:
     body = _clean({"query": query, "detail_level": detail_level, "limit": limit, "memory_type": memory_type,
-                   "tier": tier, "tags": _tags(tags), "mode": mode, "min_score": min_score})
+                   "tier": tier, "tags": _tags(tags), "mode": mode, "min_score": min_score,
+                   "spaces": _spaces(spaces)})
     data = yield Request("POST", "/api/memories/search", json=body)
     return [SearchResult.from_api(hit) for hit in data["results"]]
 
@@ -120,14 +150,16 @@ def get_memory_details(ids: Sequence[str]) -> Operation[MemoryList]:
 
 
 def get_context(*, query: str = "", token_budget: int = 2000, memory_type: str | None = None,
-                tags: Iterable[str] | None = None) -> Operation[Context]:
-    body = _clean({"query": query, "token_budget": token_budget, "memory_type": memory_type, "tags": _tags(tags)})
+                tags: Iterable[str] | None = None, spaces: Iterable[str] | str | None = None) -> Operation[Context]:
+    body = _clean({"query": query, "token_budget": token_budget, "memory_type": memory_type, "tags": _tags(tags),
+                   "spaces": _spaces(spaces)})
     data = yield Request("POST", "/api/context", json=body)
     return Context.from_api(data)
 
 
-def stats() -> Operation[Stats]:
-    data = yield Request("GET", "/api/memories/stats")
+def stats(*, spaces: Iterable[str] | str | None = None) -> Operation[Stats]:
+    slugs = _spaces(spaces)
+    data = yield Request("GET", "/api/memories/stats", params={"spaces": slugs} if slugs else None)
     return Stats.from_api(data)
 
 
@@ -142,24 +174,31 @@ def _slug(slug: str) -> str:
     return quote(slug.strip(), safe="")
 
 
-def list_skills() -> Operation[list[Skill]]:
-    data = yield Request("GET", "/api/skills")
+def _space_params(spaces: Iterable[str] | str | None) -> dict[str, Any] | None:
+    """Skills and clusters name the spaces they cover as ``?space=`` (repeated)."""
+    slugs = _spaces(spaces)
+    return {"space": slugs} if slugs else None
+
+
+def list_skills(*, spaces: Iterable[str] | str | None = None) -> Operation[list[Skill]]:
+    data = yield Request("GET", "/api/skills", params=_space_params(spaces))
     return [Skill.from_api(s) for s in data["results"]]
 
 
-def get_skill(slug: str) -> Operation[Skill]:
-    data = yield Request("GET", f"/api/skills/{_slug(slug)}")
+def get_skill(slug: str, *, spaces: Iterable[str] | str | None = None) -> Operation[Skill]:
+    data = yield Request("GET", f"/api/skills/{_slug(slug)}", params=_space_params(spaces))
     return Skill.from_api(data)
 
 
-def search_skills(*, query: str, limit: int = 5) -> Operation[list[Skill]]:
-    data = yield Request("POST", "/api/skills/search", json={"query": query, "limit": limit})
+def search_skills(*, query: str, limit: int = 5, spaces: Iterable[str] | str | None = None) -> Operation[list[Skill]]:
+    data = yield Request("POST", "/api/skills/search", json={"query": query, "limit": limit},
+                         params=_space_params(spaces))
     return [Skill.from_api(s) for s in data["results"]]
 
 
-def ingest_text(text: str) -> Operation[TextIngestResult]:
-    data = yield Request("POST", "/api/ingest/text", json={"text": text}, timeout=TEXT_TIMEOUT,
-                         idempotency_key=_key())
+def ingest_text(text: str, *, space: str | None = None) -> Operation[TextIngestResult]:
+    data = yield Request("POST", "/api/ingest/text", json=_clean({"text": text, "space": _space(space)}),
+                         timeout=TEXT_TIMEOUT, idempotency_key=_key())
     return TextIngestResult.from_api(data)
 
 
@@ -184,20 +223,23 @@ def wait(job_id: str, *, timeout: float | None = None, interval: float = 1.0,
         yield Sleep(interval)
 
 
-def _multipart(batch: list[sessions.LocalFile], agent: str | None) -> Request:
+def _multipart(batch: list[sessions.LocalFile], agent: str | None, space: str | None) -> Request:
     files = [("files", (item.path.name, item.path.read_bytes(), "application/octet-stream")) for item in batch]
     data: dict[str, Any] = {"names": [item.name for item in batch]}
     if agent:
         data["agent"] = agent
+    if space:
+        data["space"] = space
     return Request("POST", "/api/ingest", files=files, data=data, timeout=UPLOAD_TIMEOUT, idempotency_key=_key())
 
 
 def ingest(paths: Iterable[str] | str, *, agent_id: str | None = None, on_progress: IngestProgress | None = None,
-           batch_bytes: int = sessions.DEFAULT_BATCH_BYTES,
-           batch_files: int = sessions.DEFAULT_BATCH_FILES) -> Operation[IngestResult]:
+           batch_bytes: int = sessions.DEFAULT_BATCH_BYTES, batch_files: int = sessions.DEFAULT_BATCH_FILES,
+           space: str | None = None) -> Operation[IngestResult]:
     """Upload the session files under ``paths`` (see ultron.sessions), as few multipart requests
     as fit the limits. A batch the hub finds too large (413) is halved and sent again; a single
     file it refuses as too large is reported ``skipped`` with the hub's reason."""
+    target = _space(space)
     files = sessions.collect([paths] if isinstance(paths, str) else paths)
     result = IngestResult()
     total_bytes = sum(item.size for item in files)
@@ -208,7 +250,7 @@ def ingest(paths: Iterable[str] | str, *, agent_id: str | None = None, on_progre
     while pending:
         batch = pending.pop(0)
         try:
-            data = yield _multipart(batch, agent_id)
+            data = yield _multipart(batch, agent_id, target)
         except RequestTooLargeError as exc:
             if len(batch) > 1:
                 half = len(batch) // 2

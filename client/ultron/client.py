@@ -24,6 +24,7 @@ from ultron.models import (
     MemoryList,
     SearchResult,
     Skill,
+    Space,
     Stats,
     TextIngestResult,
     UploadResult,
@@ -35,12 +36,17 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = httpx.Timeout(120.0, connect=10.0)
 
 
+Spaces = Iterable[str] | str | None
+
+
 class _Base:
     def __init__(self, url: str | None, token: str | None, *, retries: int, backoff: float,
-                 timeout: float | httpx.Timeout | None) -> None:
-        settings = config.resolve(url, token)
+                 timeout: float | httpx.Timeout | None, space: str | None, spaces: Spaces) -> None:
+        settings = config.resolve(url, token, space)
         self.url = settings.url
         self.token = settings.token
+        self.space = settings.space
+        self.read_spaces = [spaces] if isinstance(spaces, str) else (list(spaces) if spaces is not None else None)
         self.retry = RetryPolicy(retries=retries, backoff=backoff)
         self._timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self._slow_timeouts = timeout is None  # a timeout chosen by the caller holds for every call
@@ -49,7 +55,15 @@ class _Base:
             self._headers["Authorization"] = f"Bearer {self.token}"
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(url={self.url!r})"
+        spaces = "".join(f", {name}={value!r}" for name, value in (("space", self.space), ("spaces", self.read_spaces))
+                         if value is not None)
+        return f"{type(self).__name__}(url={self.url!r}{spaces})"
+
+    def _write(self, space: str | None) -> str | None:
+        return self.space if space is None else space
+
+    def _read(self, spaces: Spaces) -> Spaces:
+        return self.read_spaces if spaces is None else spaces
 
 
 class Ultron(_Base):
@@ -58,11 +72,18 @@ class Ultron(_Base):
     ``url`` and ``token`` default to ``ULTRON_URL`` / ``ULTRON_TOKEN``, then to what
     ``ultron login`` stored, then the URL to http://localhost:8000. Every failure raises an
     ``ultron.UltronError``.
+
+    ``space`` (default ``ULTRON_SPACE``, then the stored login's) is the space writes go to
+    (uploads, ingests); without one they go to the agent's default space on the hub.
+    ``spaces`` narrows reads (search, context, stats, skills) to those spaces; without it they
+    cover every space the token may read. Each call may override either with its own
+    ``space=`` / ``spaces=``.
     """
 
-    def __init__(self, url: str | None = None, token: str | None = None, *, retries: int = 3,
-                 backoff: float = 0.5, timeout: float | httpx.Timeout | None = None) -> None:
-        super().__init__(url, token, retries=retries, backoff=backoff, timeout=timeout)
+    def __init__(self, url: str | None = None, token: str | None = None, *, space: str | None = None,
+                 spaces: Spaces = None, retries: int = 3, backoff: float = 0.5,
+                 timeout: float | httpx.Timeout | None = None) -> None:
+        super().__init__(url, token, retries=retries, backoff=backoff, timeout=timeout, space=space, spaces=spaces)
         self._http = httpx.Client(headers=self._headers, timeout=self._timeout)
 
     def __enter__(self) -> Ultron:
@@ -92,52 +113,58 @@ class Ultron(_Base):
                 except httpx.TransportError as exc:
                     error = exc
 
-    def upload_memory(self, content: str, context: str | None = None, resolution: str | None = None,
-                      tags: Iterable[str] | None = None) -> UploadResult:
-        return self._run(_ops.upload_memory(content=content, context=context, resolution=resolution, tags=tags))
+    def spaces(self) -> list[Space]:
+        """The token's spaces: each with its role and whether it is the default for writes."""
+        return self._run(_ops.spaces())
 
-    def upload_memories(self, memories: Sequence[Mapping[str, Any] | str]) -> list[BatchItem]:
-        return self._run(_ops.upload_memories(memories))
+    def upload_memory(self, content: str, context: str | None = None, resolution: str | None = None,
+                      tags: Iterable[str] | None = None, *, space: str | None = None) -> UploadResult:
+        return self._run(_ops.upload_memory(content=content, context=context, resolution=resolution, tags=tags,
+                                            space=self._write(space)))
+
+    def upload_memories(self, memories: Sequence[Mapping[str, Any] | str], *,
+                        space: str | None = None) -> list[BatchItem]:
+        return self._run(_ops.upload_memories(memories, space=self._write(space)))
 
     def search_memories(self, query: str, detail_level: str = "l1", limit: int = 10, *,
                         memory_type: str | None = None, tier: str | None = None,
                         tags: Iterable[str] | None = None, mode: str | None = None,
-                        min_score: float | None = None) -> list[SearchResult]:
+                        min_score: float | None = None, spaces: Spaces = None) -> list[SearchResult]:
         return self._run(_ops.search_memories(query=query, detail_level=detail_level, limit=limit,
                                               memory_type=memory_type, tier=tier, tags=tags, mode=mode,
-                                              min_score=min_score))
+                                              min_score=min_score, spaces=self._read(spaces)))
 
     def get_memory_details(self, ids: Sequence[str]) -> MemoryList:
         return self._run(_ops.get_memory_details(ids))
 
     def get_context(self, query: str = "", token_budget: int = 2000, *, memory_type: str | None = None,
-                    tags: Iterable[str] | None = None) -> Context:
+                    tags: Iterable[str] | None = None, spaces: Spaces = None) -> Context:
         return self._run(_ops.get_context(query=query, token_budget=token_budget, memory_type=memory_type,
-                                          tags=tags))
+                                          tags=tags, spaces=self._read(spaces)))
 
-    def stats(self) -> Stats:
-        return self._run(_ops.stats())
+    def stats(self, *, spaces: Spaces = None) -> Stats:
+        return self._run(_ops.stats(spaces=self._read(spaces)))
 
     def health(self) -> Health:
         return self._run(_ops.health())
 
-    def list_skills(self) -> list[Skill]:
-        return self._run(_ops.list_skills())
+    def list_skills(self, *, spaces: Spaces = None) -> list[Skill]:
+        return self._run(_ops.list_skills(spaces=self._read(spaces)))
 
-    def get_skill(self, slug: str) -> Skill:
-        return self._run(_ops.get_skill(slug))
+    def get_skill(self, slug: str, *, spaces: Spaces = None) -> Skill:
+        return self._run(_ops.get_skill(slug, spaces=self._read(spaces)))
 
-    def search_skills(self, query: str, limit: int = 5) -> list[Skill]:
-        return self._run(_ops.search_skills(query=query, limit=limit))
+    def search_skills(self, query: str, limit: int = 5, *, spaces: Spaces = None) -> list[Skill]:
+        return self._run(_ops.search_skills(query=query, limit=limit, spaces=self._read(spaces)))
 
-    def ingest_text(self, text: str) -> TextIngestResult:
-        return self._run(_ops.ingest_text(text))
+    def ingest_text(self, text: str, *, space: str | None = None) -> TextIngestResult:
+        return self._run(_ops.ingest_text(text, space=self._write(space)))
 
     def ingest(self, paths: Iterable[str] | str, agent_id: str | None = None, *,
                on_progress: _ops.IngestProgress | None = None, batch_bytes: int = sessions.DEFAULT_BATCH_BYTES,
-               batch_files: int = sessions.DEFAULT_BATCH_FILES) -> IngestResult:
+               batch_files: int = sessions.DEFAULT_BATCH_FILES, space: str | None = None) -> IngestResult:
         return self._run(_ops.ingest(paths, agent_id=agent_id, on_progress=on_progress, batch_bytes=batch_bytes,
-                                     batch_files=batch_files))
+                                     batch_files=batch_files, space=self._write(space)))
 
     def job(self, job_id: str) -> JobProgress:
         return self._run(_ops.job(job_id))
@@ -151,9 +178,10 @@ class AsyncUltron(_Base):
     """``Ultron``'s twin for asyncio: the same methods, awaited. Use ``async with`` or
     ``await client.aclose()``."""
 
-    def __init__(self, url: str | None = None, token: str | None = None, *, retries: int = 3,
-                 backoff: float = 0.5, timeout: float | httpx.Timeout | None = None) -> None:
-        super().__init__(url, token, retries=retries, backoff=backoff, timeout=timeout)
+    def __init__(self, url: str | None = None, token: str | None = None, *, space: str | None = None,
+                 spaces: Spaces = None, retries: int = 3, backoff: float = 0.5,
+                 timeout: float | httpx.Timeout | None = None) -> None:
+        super().__init__(url, token, retries=retries, backoff=backoff, timeout=timeout, space=space, spaces=spaces)
         self._http = httpx.AsyncClient(headers=self._headers, timeout=self._timeout)
 
     async def __aenter__(self) -> AsyncUltron:
@@ -183,54 +211,59 @@ class AsyncUltron(_Base):
                 except httpx.TransportError as exc:
                     error = exc
 
-    async def upload_memory(self, content: str, context: str | None = None, resolution: str | None = None,
-                            tags: Iterable[str] | None = None) -> UploadResult:
-        return await self._run(_ops.upload_memory(content=content, context=context, resolution=resolution,
-                                                  tags=tags))
+    async def spaces(self) -> list[Space]:
+        return await self._run(_ops.spaces())
 
-    async def upload_memories(self, memories: Sequence[Mapping[str, Any] | str]) -> list[BatchItem]:
-        return await self._run(_ops.upload_memories(memories))
+    async def upload_memory(self, content: str, context: str | None = None, resolution: str | None = None,
+                            tags: Iterable[str] | None = None, *, space: str | None = None) -> UploadResult:
+        return await self._run(_ops.upload_memory(content=content, context=context, resolution=resolution,
+                                                  tags=tags, space=self._write(space)))
+
+    async def upload_memories(self, memories: Sequence[Mapping[str, Any] | str], *,
+                              space: str | None = None) -> list[BatchItem]:
+        return await self._run(_ops.upload_memories(memories, space=self._write(space)))
 
     async def search_memories(self, query: str, detail_level: str = "l1", limit: int = 10, *,
                               memory_type: str | None = None, tier: str | None = None,
                               tags: Iterable[str] | None = None, mode: str | None = None,
-                              min_score: float | None = None) -> list[SearchResult]:
+                              min_score: float | None = None, spaces: Spaces = None) -> list[SearchResult]:
         return await self._run(_ops.search_memories(query=query, detail_level=detail_level, limit=limit,
                                                     memory_type=memory_type, tier=tier, tags=tags, mode=mode,
-                                                    min_score=min_score))
+                                                    min_score=min_score, spaces=self._read(spaces)))
 
     async def get_memory_details(self, ids: Sequence[str]) -> MemoryList:
         return await self._run(_ops.get_memory_details(ids))
 
     async def get_context(self, query: str = "", token_budget: int = 2000, *, memory_type: str | None = None,
-                          tags: Iterable[str] | None = None) -> Context:
+                          tags: Iterable[str] | None = None, spaces: Spaces = None) -> Context:
         return await self._run(_ops.get_context(query=query, token_budget=token_budget, memory_type=memory_type,
-                                                tags=tags))
+                                                tags=tags, spaces=self._read(spaces)))
 
-    async def stats(self) -> Stats:
-        return await self._run(_ops.stats())
+    async def stats(self, *, spaces: Spaces = None) -> Stats:
+        return await self._run(_ops.stats(spaces=self._read(spaces)))
 
     async def health(self) -> Health:
         return await self._run(_ops.health())
 
-    async def list_skills(self) -> list[Skill]:
-        return await self._run(_ops.list_skills())
+    async def list_skills(self, *, spaces: Spaces = None) -> list[Skill]:
+        return await self._run(_ops.list_skills(spaces=self._read(spaces)))
 
-    async def get_skill(self, slug: str) -> Skill:
-        return await self._run(_ops.get_skill(slug))
+    async def get_skill(self, slug: str, *, spaces: Spaces = None) -> Skill:
+        return await self._run(_ops.get_skill(slug, spaces=self._read(spaces)))
 
-    async def search_skills(self, query: str, limit: int = 5) -> list[Skill]:
-        return await self._run(_ops.search_skills(query=query, limit=limit))
+    async def search_skills(self, query: str, limit: int = 5, *, spaces: Spaces = None) -> list[Skill]:
+        return await self._run(_ops.search_skills(query=query, limit=limit, spaces=self._read(spaces)))
 
-    async def ingest_text(self, text: str) -> TextIngestResult:
-        return await self._run(_ops.ingest_text(text))
+    async def ingest_text(self, text: str, *, space: str | None = None) -> TextIngestResult:
+        return await self._run(_ops.ingest_text(text, space=self._write(space)))
 
     async def ingest(self, paths: Iterable[str] | str, agent_id: str | None = None, *,
                      on_progress: _ops.IngestProgress | None = None,
                      batch_bytes: int = sessions.DEFAULT_BATCH_BYTES,
-                     batch_files: int = sessions.DEFAULT_BATCH_FILES) -> IngestResult:
+                     batch_files: int = sessions.DEFAULT_BATCH_FILES, space: str | None = None) -> IngestResult:
         return await self._run(_ops.ingest(paths, agent_id=agent_id, on_progress=on_progress,
-                                           batch_bytes=batch_bytes, batch_files=batch_files))
+                                           batch_bytes=batch_bytes, batch_files=batch_files,
+                                           space=self._write(space)))
 
     async def job(self, job_id: str) -> JobProgress:
         return await self._run(_ops.job(job_id))

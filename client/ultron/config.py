@@ -1,6 +1,8 @@
-"""Where the hub's URL and the agent's token come from: the arguments, else ``ULTRON_URL`` /
-``ULTRON_TOKEN``, else what ``ultron login`` stored in ``$XDG_CONFIG_HOME/ultron/config.json``
-(``~/.config/ultron/config.json`` without it), a file only its owner can read."""
+"""Where the hub's URL, the agent's token and the space its writes go to come from: the
+arguments, else ``ULTRON_URL`` / ``ULTRON_TOKEN`` / ``ULTRON_SPACE``, else what ``ultron login``
+stored in ``$XDG_CONFIG_HOME/ultron/config.json`` (``~/.config/ultron/config.json`` without
+it), a file only its owner can read. Without a space, writes go to the agent's default space
+on the hub."""
 
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ class Settings:
     token: str | None
     url_from: str  # "argument", "ULTRON_URL", the config file's path, or "default"
     token_from: str | None
+    space: str | None = None  # where writes go when a call names no space (None: the agent's default)
+    space_from: str | None = None
 
 
 def load_stored() -> dict[str, str]:
@@ -43,7 +47,7 @@ def load_stored() -> dict[str, str]:
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def resolve(url: str | None = None, token: str | None = None) -> Settings:
+def resolve(url: str | None = None, token: str | None = None, space: str | None = None) -> Settings:
     stored: dict[str, str] | None = None
 
     def from_file(key: str) -> str | None:
@@ -69,7 +73,18 @@ def resolve(url: str | None = None, token: str | None = None) -> Settings:
         found_token, token_from = value, str(config_path())
     else:
         found_token, token_from = None, None
-    return Settings(url=normalize_url(found_url), token=found_token, url_from=url_from, token_from=token_from)
+    found_space: str | None
+    space_from: str | None
+    if space and space.strip():
+        found_space, space_from = space.strip(), "argument"
+    elif os.environ.get("ULTRON_SPACE", "").strip():
+        found_space, space_from = os.environ["ULTRON_SPACE"].strip(), "ULTRON_SPACE"
+    elif (value := from_file("space")) is not None:
+        found_space, space_from = value.strip(), str(config_path())
+    else:
+        found_space, space_from = None, None
+    return Settings(url=normalize_url(found_url), token=found_token, url_from=url_from, token_from=token_from,
+                    space=found_space, space_from=space_from)
 
 
 def normalize_url(url: str) -> str:
@@ -79,15 +94,19 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def store(*, url: str, token: str) -> Path:
-    """Write the login: the directory 0700, the file 0600 from its creation (never readable by
-    others, even for a moment), replaced atomically."""
+def store(*, url: str, token: str, space: str | None = None) -> Path:
+    """Write the login (with the space writes go to, when one is given): the directory 0700,
+    the file 0600 from its creation (never readable by others, even for a moment), replaced
+    atomically."""
     path = config_path()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".config-", suffix=".json")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump({"url": normalize_url(url), "token": token}, out, indent=2)
+            data = {"url": normalize_url(url), "token": token}
+            if space:
+                data["space"] = space
+            json.dump(data, out, indent=2)
             out.write("\n")
         os.chmod(temp, 0o600)
         os.replace(temp, path)

@@ -30,7 +30,16 @@ patterns, preferences, and skills distilled from them. Before working on an unfa
 tool or project convention, call search_memories (or get_context for a ready-made block) and
 read what other agents learned; fetch full texts with get_memory_details. When you solve
 something others could hit again (an error and its fix, a correction from the user, a rule),
-share it with upload_memory. Secrets and personal data are scrubbed by the hub."""
+share it with upload_memory. Secrets and personal data are scrubbed by the hub.
+
+The hub keeps each team's knowledge in a space. Reads cover every space you may read unless
+you narrow them with `spaces`; writes go to your default space unless you name another with
+`space`. list_spaces tells you yours, your role in each and which one is the default."""
+
+SPACE = Field(description=(
+    "the space to write to (a slug from list_spaces); leave it out to write to your default space"))
+SPACES = Field(description=(
+    "only these spaces (slugs from list_spaces); leave it out to cover every space you may read"))
 
 
 def _tool_error(error: UltronError) -> ToolError:
@@ -40,13 +49,15 @@ def _tool_error(error: UltronError) -> ToolError:
     return ToolError(str(error))
 
 
-def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
-    """The MCP server for the hub at ``url`` (default: ULTRON_URL, then the stored login)."""
+def build_server(url: str | None = None, token: str | None = None, space: str | None = None) -> MCPServer:
+    """The MCP server for the hub at ``url`` (default: ULTRON_URL, then the stored login);
+    the tools write to ``space`` (default: ULTRON_SPACE, the stored login's, else the agent's
+    default space) when a call names none."""
     held: dict[str, AsyncUltron] = {}
 
     def hub() -> AsyncUltron:
         if "client" not in held:
-            held["client"] = AsyncUltron(url=url, token=token)
+            held["client"] = AsyncUltron(url=url, token=token, space=space)
         return held["client"]
 
     @asynccontextmanager
@@ -66,19 +77,23 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
     @server.tool(annotations=reading, description=(
         "Search the memories shared by all agents. Use it first when you meet an error message, an "
         "unfamiliar tool or a project convention, or before a task another agent may have done: "
-        "results are summaries ranked best first with a similarity score; read the full text of the "
-        "promising ones with get_memory_details."))
+        "results are summaries ranked best first with a similarity score, each naming its space; "
+        "read the full text of the promising ones with get_memory_details. It searches every space "
+        "you may read; pass spaces to search only some."))
     async def search_memories(
         query: Annotated[str, Field(description="what you are looking for, e.g. the error message")],
         limit: Annotated[int, Field(ge=1, le=100, description="how many results")] = 5,
         memory_type: Annotated[MemoryType | None, Field(description="only this type")] = None,
         tags: Annotated[list[str] | None, Field(description="only memories carrying all these tags")] = None,
+        spaces: Annotated[list[str] | None, SPACES] = None,
     ) -> dict[str, Any]:
         try:
-            results = await hub().search_memories(query, limit=limit, memory_type=memory_type, tags=tags)
+            results = await hub().search_memories(query, limit=limit, memory_type=memory_type, tags=tags,
+                                                   spaces=spaces)
         except UltronError as error:
             raise _tool_error(error) from error
-        return {"results": [{"id": r.record.id, "memory_type": r.record.memory_type, "tier": r.record.tier,
+        return {"results": [{"id": r.record.id, "space": r.record.space, "memory_type": r.record.memory_type,
+                             "tier": r.record.tier,
                              "tags": r.record.tags, "summary": r.record.summary_l0,
                              "overview": r.record.overview_l1, "context": r.record.context,
                              "similarity_score": r.similarity_score, "score": r.score} for r in results]}
@@ -100,15 +115,18 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
         "Share one thing you learned so that other agents find it: an error and the fix that worked, "
         "a correction the user made, a rule or pattern of this project, a preference. Write it so it "
         "stands alone (the error text, where it happened, what fixed it). The hub classifies it, "
-        "scrubs secrets and merges it into an existing memory when it is a duplicate."))
+        "scrubs secrets and merges it into an existing memory of the same space when it is a "
+        "duplicate. It goes to your default space unless you name another with space."))
     async def upload_memory(
         content: Annotated[str, Field(description="the error, rule or fact itself")],
         context: Annotated[str, Field(description="where it happened: tool, versions, situation")] = "",
         resolution: Annotated[str, Field(description="what fixed it or what to do instead")] = "",
         tags: Annotated[list[str] | None, Field(description="a few short tags, e.g. python, docker")] = None,
+        space: Annotated[str | None, SPACE] = None,
     ) -> dict[str, Any]:
         try:
-            result = await hub().upload_memory(content, context=context, resolution=resolution, tags=tags)
+            result = await hub().upload_memory(content, context=context, resolution=resolution, tags=tags,
+                                               space=space)
         except UltronError as error:
             raise _tool_error(error) from error
         return result.to_dict()
@@ -116,13 +134,15 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
     @server.tool(annotations=reading, description=(
         "A prompt-ready block of the most useful shared knowledge for a task, within a token budget: "
         "the hub's HOT memories, then those relevant to the query. Use it at the start of a task to "
-        "load what other agents know about it in one call."))
+        "load what other agents know about it in one call. It draws on every space you may read; "
+        "pass spaces to use only some."))
     async def get_context(
         query: Annotated[str, Field(description="the task or problem; empty for the HOT memories only")] = "",
         token_budget: Annotated[int, Field(ge=50, le=32000, description="the block's maximum size")] = 2000,
+        spaces: Annotated[list[str] | None, SPACES] = None,
     ) -> str:
         try:
-            block = await hub().get_context(query, token_budget=token_budget)
+            block = await hub().get_context(query, token_budget=token_budget, spaces=spaces)
         except UltronError as error:
             raise _tool_error(error) from error
         return block.context or "(no shared knowledge for this query yet)"
@@ -130,12 +150,14 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
     @server.tool(annotations=writing, description=(
         "Extract memories from a piece of plain text (notes from an investigation, a post-mortem, "
         "a summary of what went wrong and how it was fixed) and share them. Use upload_memory "
-        "instead when you already know the one memory to share."))
+        "instead when you already know the one memory to share. The memories go to your default "
+        "space unless you name another with space."))
     async def ingest_text(
         text: Annotated[str, Field(description="the text to learn from")],
+        space: Annotated[str | None, SPACE] = None,
     ) -> dict[str, Any]:
         try:
-            result = await hub().ingest_text(text)
+            result = await hub().ingest_text(text, space=space)
         except UltronError as error:
             raise _tool_error(error) from error
         return result.to_dict()
@@ -143,26 +165,44 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
     @server.tool(annotations=reading, description=(
         "The skills published on the hub: procedures distilled from many agents' memories, each "
         "with a slug and a description. Use it to find a skill for the task at hand, then read it "
-        "with get_skill."))
-    async def list_skills() -> dict[str, Any]:
+        "with get_skill. It lists the skills of every space you may read, each naming its space; "
+        "pass spaces to list only some."))
+    async def list_skills(
+        spaces: Annotated[list[str] | None, SPACES] = None,
+    ) -> dict[str, Any]:
         try:
-            skills = await hub().list_skills()
+            skills = await hub().list_skills(spaces=spaces)
         except UltronError as error:
             raise _tool_error(error) from error
-        return {"skills": [{"slug": s.slug, "name": s.name, "description": s.description, "version": s.version}
-                           for s in skills]}
+        return {"skills": [{"slug": s.slug, "space": s.space, "name": s.name, "description": s.description,
+                            "version": s.version} for s in skills]}
 
     @server.tool(annotations=reading, description=(
         "A skill's SKILL.md (its instructions) by slug, from list_skills. Use it when a skill "
-        "matches your task, and follow it."))
+        "matches your task, and follow it. A slug is unique within a space: when two of your "
+        "spaces have a skill of that slug, name the one you want with spaces."))
     async def get_skill(
         slug: Annotated[str, Field(description="the skill's slug")],
+        spaces: Annotated[list[str] | None, SPACES] = None,
     ) -> dict[str, Any]:
         try:
-            skill = await hub().get_skill(slug)
+            skill = await hub().get_skill(slug, spaces=spaces)
         except UltronError as error:
             raise _tool_error(error) from error
-        return {"slug": skill.slug, "name": skill.name, "version": skill.version, "markdown": skill.markdown}
+        return {"slug": skill.slug, "space": skill.space, "name": skill.name, "version": skill.version,
+                "markdown": skill.markdown}
+
+    @server.tool(annotations=reading, description=(
+        "The spaces you may use on the hub (each team's knowledge is kept in a space): each one's "
+        "slug, name, your role there (reader, writer, curator or admin) and whether it is your "
+        "default space, where your writes go unless you name another. Use it to find the slug to "
+        "pass as space (writes) or spaces (reads) to the other tools."))
+    async def list_spaces() -> dict[str, Any]:
+        try:
+            spaces = await hub().spaces()
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return {"spaces": [s.to_dict() for s in spaces]}
 
     @server.resource("skill://{slug}", name="skill", mime_type="text/markdown",
                      description="A published skill's SKILL.md")
@@ -180,9 +220,9 @@ def build_server(url: str | None = None, token: str | None = None) -> MCPServer:
     return server
 
 
-def serve(*, url: str | None = None, token: str | None = None, http: bool = False, host: str = "127.0.0.1",
-          port: int = 8765) -> None:
-    server = build_server(url, token)
+def serve(*, url: str | None = None, token: str | None = None, space: str | None = None, http: bool = False,
+          host: str = "127.0.0.1", port: int = 8765) -> None:
+    server = build_server(url, token, space)
     if http:
         hub = config.resolve(url, token)
         print(f"ultron mcp: serving the hub at {hub.url} to MCP clients on http://{host}:{port}/mcp "

@@ -30,6 +30,7 @@ class MemoryRecord(Record):
 
     id: str
     memory_type: str
+    space: str = ""  # the slug of the space it is in
     tier: str = ""
     status: str = "active"
     tags: list[str] = field(default_factory=list)
@@ -77,7 +78,7 @@ class SearchResult(Record):
     def to_dict(self) -> dict[str, Any]:
         """The hit as the hub sent it: the summary fields, no empty full-text ones."""
         r = self.record
-        data: dict[str, Any] = {"id": r.id, "memory_type": r.memory_type, "tier": r.tier, "tags": r.tags,
+        data: dict[str, Any] = {"id": r.id, "space": r.space, "memory_type": r.memory_type, "tier": r.tier, "tags": r.tags,
                                 "hit_count": r.hit_count, "summary_l0": r.summary_l0}
         if r.overview_l1 or r.context:
             data.update(overview_l1=r.overview_l1, context=r.context)
@@ -95,6 +96,7 @@ class UploadResult(Record):
     status: str
     hit_count: int
     merged: bool
+    space: str = ""  # the space it was stored in
     merge_pending: bool = False
     similarity_score: float | None = None
     candidate_of: str | None = None
@@ -129,6 +131,18 @@ class TextIngestResult(Record):
     def from_api(cls, data: dict[str, Any]) -> TextIngestResult:
         return cls(extractor=str(data.get("extractor", "")),
                    memories=[UploadResult.from_api(m) for m in data.get("memories", [])])
+
+
+@dataclass
+class Space(Record):
+    """One of the caller's spaces: its ``role`` there (``reader``, ``writer``, ``curator`` or
+    ``admin``) and whether it is the ``default`` one, where writes that name no space go."""
+
+    slug: str
+    name: str = ""
+    description: str = ""
+    role: str = ""
+    default: bool = False
 
 
 @dataclass
@@ -168,6 +182,7 @@ class Skill(Record):
     """A skill; ``markdown`` (its SKILL.md) and ``memory_ids`` come with ``get_skill``."""
 
     slug: str
+    space: str = ""  # a slug is unique within a space only
     name: str = ""
     description: str = ""
     status: str = ""

@@ -69,7 +69,9 @@ def test_upload_search_details_and_context(hub, capsys):
     assert code == OK and json.loads(out)["merged"] is True and json.loads(out)["id"] == memory_id
 
     code, out, _ = run(capsys, "search", "pandas import error", "--type", "error", "--limit", "5")
-    assert code == OK and out.splitlines()[0].split() == ["score", "sim", "type", "tier", "hits", "id", "summary"]
+    assert code == OK and out.splitlines()[0].split() == ["score", "sim", "space", "type", "tier", "hits", "id",
+                                                          "summary"]
+    assert out.splitlines()[1].split()[2] == "shared"
     assert memory_id in out
     code, out, _ = run(capsys, "search", "pandas import error", "--json", "--tier", "warm")
     hits = json.loads(out)
@@ -144,8 +146,12 @@ def test_watch_reuploads_a_session_as_it_grows(hub, tmp_path, capsys):
 
 def test_skills_list_show_and_install(skill, capsys, tmp_path):
     code, out, _ = run(capsys, "skills", "list")
-    assert code == OK and skill in out and out.splitlines()[0].split()[:3] == ["slug", "version", "score"]
-    code, out, _ = run(capsys, "skills", "show", skill)
+    assert code == OK and skill in out and out.splitlines()[0].split()[:4] == ["slug", "space", "version", "score"]
+    assert out.splitlines()[1].split()[:2] == [skill, "shared"]
+    code, out, _ = run(capsys, "skills", "list", "--space", "shared", "--json")
+    assert code == OK and [(s["slug"], s["space"]) for s in json.loads(out)] == [(skill, "shared")]
+    assert run(capsys, "skills", "list", "--space", "team-x")[0] == AUTH  # the hub's 403: not a space it reads
+    code, out, _ = run(capsys, "skills", "show", skill, "--space", "shared")
     assert code == OK and out.startswith("---")
     target = tmp_path / "skills"
     code, out, _ = run(capsys, "skills", "install", skill, "--dir", str(target))

@@ -17,14 +17,16 @@ from ultron.mcp_server import build_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TOOLS = {"search_memories", "get_memory_details", "upload_memory", "get_context", "ingest_text", "list_skills",
-         "get_skill"}
+         "get_skill", "list_spaces"}
 MEMORY = {"content": "npm ERR! EACCES: permission denied, mkdir '/usr/lib/node_modules'",
           "context": "npm install -g as a normal user", "resolution": "set npm's prefix to ~/.npm-global",
           "tags": ["npm", "node"]}
 
 
 def _env(hub, tmp_path) -> dict[str, str]:
-    return {"ULTRON_URL": hub.url, "ULTRON_TOKEN": hub.token, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    # PYTHONPATH: the stdio client passes a few variables only; the server must be this checkout's.
+    return {"ULTRON_URL": hub.url, "ULTRON_TOKEN": hub.token, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
 
 
 def test_stdio_subprocess_serves_the_hub(hub, tmp_path):
@@ -60,7 +62,7 @@ def test_every_tool_and_the_skill_resource(hub, skill):
                 "Error: ECONNREFUSED 127.0.0.1:5432 when the web container starts.\n"
                 "Cause: the database was not ready yet.\nFix: add a healthcheck and a depends_on condition.\n")})
             skills = await client.call_tool("list_skills", {})
-            one = await client.call_tool("get_skill", {"slug": skill})
+            one = await client.call_tool("get_skill", {"slug": skill, "spaces": ["shared"]})
             missing = await client.call_tool("get_skill", {"slug": "no-such-skill"})
             bad = await client.call_tool("upload_memory", {"content": "   "})
             resource = await client.read_resource(f"skill://{skill}")
@@ -71,8 +73,8 @@ def test_every_tool_and_the_skill_resource(hub, skill):
     assert details.structured_content["memories"][0]["resolution"] == MEMORY["resolution"]
     assert "[error]" in context.content[0].text and "EACCES" in context.content[0].text
     assert text.structured_content["extractor"] == "offline" and text.structured_content["memories"]
-    assert [s["slug"] for s in skills.structured_content["skills"]] == [skill]
-    assert one.structured_content["markdown"].startswith("---")
+    assert [(s["slug"], s["space"]) for s in skills.structured_content["skills"]] == [(skill, "shared")]
+    assert one.structured_content["markdown"].startswith("---") and one.structured_content["space"] == "shared"
     assert missing.is_error and "404" in missing.content[0].text
     assert bad.is_error and "content:" in bad.content[0].text  # the hub's own message
     assert resource.contents[0].text == one.structured_content["markdown"]

@@ -28,7 +28,8 @@ EXIT_CODES = f"""exit codes:
   {FAILED}  any other failure (e.g. --wait gave up before the job was done)
   {USAGE}  usage error: bad arguments, a missing file, an unsafe skill slug, or input the hub
      refused as invalid or too large (400, 413)
-  {AUTH}  no token, a token the hub refused (401), or a curator-only operation (403)
+  {AUTH}  no token, a token the hub refused (401), or an operation it forbids (403): a curator-only
+     one, or a space you may not write to or read
   {NOT_FOUND}  not found (404): no such memory, skill or ingest job
   {UNAVAILABLE}  the hub is unreachable, overloaded or failing (connection errors, 429, 5xx after
      retries), or `status` found it degraded
@@ -58,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--url", help="the hub's URL (default: ULTRON_URL, the stored login, http://localhost:8000)")
     common.add_argument("--token", help="the agent's token (default: ULTRON_TOKEN, the stored login)")
+    common.add_argument("--space", action="append", metavar="SLUG", help=(
+        "the space to work in: where uploads and ingests go (default: ULTRON_SPACE, the stored login, "
+        "else the agent's default space), and the only space searches, context, stats and skills "
+        "read (default: every space you may read); repeatable for reads"))
     common.add_argument("--json", action="store_true", help="print JSON for scripts instead of tables")
 
     parser = argparse.ArgumentParser(
@@ -73,8 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("login", commands.login, "store the hub's URL and your token (checked first) in your config directory")
     p.add_argument("--no-verify", action="store_true", help="store without checking the token against the hub")
+    # --space (from the common options) is stored too: the space later writes go to.
     command("logout", commands.logout, "forget the stored login")
     command("status", commands.status, "the hub's health, where the URL and token come from, memory counts")
+    command("spaces", commands.spaces, "your spaces on the hub: your role in each, and the default one for writes")
 
     p = command("search", commands.search, "search memories")
     p.add_argument("query")

@@ -17,14 +17,27 @@ from ultron import config
 from ultron.cli.output import Progress, emit_json, one_line, size, table
 from ultron.cli.watch import Watcher
 from ultron.client import Ultron
-from ultron.errors import AuthenticationError, UsageError
+from ultron.errors import AuthenticationError, PermissionDeniedError, UsageError
 from ultron.models import IngestResult, JobProgress, Skill
 
 SAFE_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
-def _client(args: argparse.Namespace) -> Ultron:
-    return Ultron(url=args.url, token=args.token)
+def _write_space(args: argparse.Namespace) -> str | None:
+    """The one space ``--space`` names for a write (None: ULTRON_SPACE, the stored login, else
+    the agent's default space)."""
+    named = args.space or []
+    if len(named) > 1:
+        raise UsageError(f"name one space to write to, not {len(named)} ({', '.join(named)})")
+    return named[0] if named else None
+
+
+def _client(args: argparse.Namespace, *, writes: bool = False) -> Ultron:
+    """A client for the command: ``--space`` is where a write command writes, and the spaces a
+    read command reads."""
+    if writes:
+        return Ultron(url=args.url, token=args.token, space=_write_space(args))
+    return Ultron(url=args.url, token=args.token, spaces=args.space or None)
 
 
 def _masked(token: str | None) -> str:
@@ -45,17 +58,33 @@ def login(args: argparse.Namespace) -> int:
     token = (token or "").strip()
     if not token:
         raise UsageError("no token given: pass --token, or type it when asked")
+    space = _write_space(args)
     stats = None
     if not args.no_verify:
         with Ultron(url=url, token=token) as client:
             stats = client.stats()  # 401 here: nothing is stored
-    path = config.store(url=url, token=token)
+            if space:
+                _check_writable(client, space)
+    path = config.store(url=url, token=token, space=space)
     if args.json:
-        emit_json({"url": url, "config": str(path), "verified": stats is not None})
+        emit_json({"url": url, "config": str(path), "verified": stats is not None, "space": space})
     else:
         seen = f" ({stats.total} memories on the hub)" if stats is not None else " (not verified)"
-        print(f"Logged in to {url} as {_masked(token)}{seen}.\nSaved to {path} (readable by you only).")
+        where = f"\nWrites go to space {space}." if space else ""
+        print(f"Logged in to {url} as {_masked(token)}{seen}.{where}\nSaved to {path} (readable by you only).")
     return 0
+
+
+WRITE_ROLES = ("writer", "curator", "admin")
+
+
+def _check_writable(client: Ultron, space: str) -> None:
+    """Refuse to store a space the token may not write to (before anything is stored)."""
+    mine = client.spaces()
+    if not any(s.slug == space and s.role in WRITE_ROLES for s in mine):
+        writable = ", ".join(s.slug for s in mine if s.role in WRITE_ROLES) or "none"
+        raise PermissionDeniedError(f"this token may not write to space {space!r} (it writes to: {writable})",
+                                    status=403, error="permission_denied")
 
 
 def logout(args: argparse.Namespace) -> int:
@@ -74,6 +103,7 @@ def status(args: argparse.Namespace) -> int:
         stats = client.stats() if settings.token else None
     if args.json:
         emit_json({"url": settings.url, "url_from": settings.url_from, "token_from": settings.token_from,
+                   "space": settings.space, "space_from": settings.space_from,
                    "health": health.to_dict(), "stats": stats.to_dict() if stats else None})
     else:
         db = health.database
@@ -81,18 +111,38 @@ def status(args: argparse.Namespace) -> int:
         llm = health.llm
         print(f"hub       {settings.url}  (from {settings.url_from})")
         print(f"token     {_masked(settings.token)}" + (f"  (from {settings.token_from})" if settings.token_from else ""))
+        print(f"writes to {settings.space}  (from {settings.space_from})" if settings.space
+              else "writes to the agent's default space (`ultron spaces` lists yours)")
         print(f"health    {health.status}: database {'ok' if db.get('ok') else 'DOWN'}"
               f" (pgvector {db.get('pgvector', '?')}), embeddings {model.get('provider')}:{model.get('name')}"
               f"/{model.get('dimensions')}, LLM {llm.get('provider')} ({llm.get('model')})")
         if stats is not None:
             def counts(d: dict[str, int]) -> str:
                 return ", ".join(f"{k} {v}" for k, v in d.items())
-            print(f"memories  {stats.total} ({counts(stats.by_status)})")
+            within = f"  in {', '.join(args.space)}" if args.space else ""
+            print(f"memories  {stats.total} ({counts(stats.by_status)}){within}")
             print(f"  tiers   {counts(stats.by_tier)}")
             print(f"  types   {counts(stats.by_type)}")
     if not settings.token:
         raise AuthenticationError("no token: run `ultron login` or set ULTRON_TOKEN", error="not_authenticated")
     return 0 if health.status == "ok" else 5
+
+
+def spaces(args: argparse.Namespace) -> int:
+    settings = config.resolve(args.url, args.token)
+    with _client(args) as client:
+        mine = client.spaces()
+    if args.json:
+        emit_json([s.to_dict() for s in mine])
+        return 0
+    if not mine:
+        print("This token has no space on the hub.")
+        return 0
+    table(["slug", "role", "default", "name"],
+          [[s.slug, s.role, "yes" if s.default else "", s.name] for s in mine])
+    if settings.space:
+        print(f"Writes go to {settings.space} (from {settings.space_from}).")
+    return 0
 
 
 def search(args: argparse.Namespace) -> int:
@@ -106,9 +156,9 @@ def search(args: argparse.Namespace) -> int:
     if not results:
         print("No memories found.")
         return 0
-    table(["score", "sim", "type", "tier", "hits", "id", "summary"],
-          [[f"{r.score:.3f}", f"{r.similarity_score:.3f}", r.record.memory_type, r.record.tier, r.record.hit_count,
-            r.record.id, r.record.summary_l0] for r in results])
+    table(["score", "sim", "space", "type", "tier", "hits", "id", "summary"],
+          [[f"{r.score:.3f}", f"{r.similarity_score:.3f}", r.record.space, r.record.memory_type, r.record.tier,
+            r.record.hit_count, r.record.id, r.record.summary_l0] for r in results])
     return 0
 
 
@@ -120,7 +170,7 @@ def details(args: argparse.Namespace) -> int:
     else:
         for record in records:
             print(f"{record.id}  [{record.memory_type}, {record.tier}, {record.hit_count} hits]"
-                  f"  tags: {', '.join(record.tags) or '-'}")
+                  f"  space: {record.space or '-'}  tags: {', '.join(record.tags) or '-'}")
             for label in ("content", "context", "resolution"):
                 if getattr(record, label):
                     print(f"  {label:<10}  {getattr(record, label)}")
@@ -131,18 +181,22 @@ def details(args: argparse.Namespace) -> int:
 
 
 def upload(args: argparse.Namespace) -> int:
-    with _client(args) as client:
+    with _client(args, writes=True) as client:
         result = client.upload_memory(args.content, context=args.context, resolution=args.resolution,
                                       tags=args.tag or None)
     if args.json:
         emit_json(result.to_dict())
     elif result.merged:
-        print(f"Merged into {result.id} ({result.memory_type}, {result.tier}): similarity "
+        print(f"Merged into {result.id} ({result.memory_type}, {result.tier}){_in(result.space)}: similarity "
               f"{result.similarity_score:.3f}, now {result.hit_count} hits.")
     else:
-        print(f"Stored {result.id} ({result.memory_type}, {result.tier})."
+        print(f"Stored {result.id} ({result.memory_type}, {result.tier}){_in(result.space)}."
               + (f" It may duplicate {result.candidate_of}: a curator will decide." if result.candidate_of else ""))
     return 0
+
+
+def _in(space: str) -> str:
+    return f" in space {space}" if space else ""
 
 
 def _job_line(progress: JobProgress) -> str:
@@ -158,7 +212,7 @@ def _print_ingest(result: IngestResult) -> None:
 
 def ingest(args: argparse.Namespace) -> int:
     bar = Progress(quiet=args.json)
-    with _client(args) as client:
+    with _client(args, writes=True) as client:
         def files_progress(sent: int, total: int, sent_bytes: int, total_bytes: int) -> None:
             bar.show("files", sent, total, f"{size(sent_bytes)} / {size(total_bytes)}")
 
@@ -193,13 +247,15 @@ def ingest(args: argparse.Namespace) -> int:
 
 def ingest_text(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
-    with _client(args) as client:
+    with _client(args, writes=True) as client:
         result = client.ingest_text(text)
     if args.json:
         emit_json(result.to_dict())
         return 0
     count = len(result.memories)
-    print(f"extractor: {result.extractor}; {count} memor{'y' if count == 1 else 'ies'}")
+    spaces_used = sorted({m.space for m in result.memories if m.space})
+    print(f"extractor: {result.extractor}; {count} memor{'y' if count == 1 else 'ies'}"
+          + (f" in space {', '.join(spaces_used)}" if spaces_used else ""))
     if result.memories:
         table(["merged", "type", "id", "summary"],
               [["yes" if m.merged else "no", m.memory_type, m.id, m.summary_l0] for m in result.memories])
@@ -218,7 +274,7 @@ def watch(args: argparse.Namespace) -> int:
                 print(f"{time.strftime('%H:%M:%S')}  {f.status:<9}  {f.name}" + (f"  ({f.reason})" if f.reason else ""))
         sys.stdout.flush()
 
-    with _client(args) as client:
+    with _client(args, writes=True) as client:
         if not args.json and not args.once:
             print(f"Watching {args.dir} (every {args.interval:g} s, uploading after {args.settle:g} s without "
                   "change); Ctrl-C to stop.", flush=True)
@@ -250,8 +306,8 @@ def skills_list(args: argparse.Namespace) -> int:
     elif not skills:
         print("No skills published yet.")
     else:
-        table(["slug", "version", "score", "status", "description"],
-              [[s.slug, s.version if s.version is not None else "-",
+        table(["slug", "space", "version", "score", "status", "description"],
+              [[s.slug, s.space, s.version if s.version is not None else "-",
                 f"{s.score:.2f}" if s.score is not None else "-", s.status, s.description or s.name]
                for s in skills])
     return 0
@@ -317,5 +373,5 @@ def mcp(args: argparse.Namespace) -> int:
         from ultron.mcp_server import serve
     except ImportError as exc:
         raise UsageError(f"`ultron mcp` needs the MCP SDK: pip install 'ultron-client[mcp]' ({exc})") from exc
-    serve(url=args.url, token=args.token, http=args.http, host=args.host, port=args.port)
+    serve(url=args.url, token=args.token, space=_write_space(args), http=args.http, host=args.host, port=args.port)
     return 0
