@@ -270,6 +270,10 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
                 reverse("admin:ingestion_sessionrecord_change", args=[memory.provenance.get("session")]),
                 memory.provenance.get("session"), url,
             )
+        promoted = memory.provenance.get("promoted_from")
+        if promoted:
+            return format_html("promoted from space {} (memory {}) by {}", promoted.get("space"),
+                               promoted.get("memory"), promoted.get("by"))
         if memory.provenance.get("raw_upload"):
             return format_html("plain-text ingestion (raw upload {})", memory.provenance["raw_upload"])
         return f"uploaded through the API ({memory.source})"

@@ -262,3 +262,19 @@ def test_a_space_admin_manages_that_spaces_members_only(teams):
     curator = _login("carol-a", [(teams["a"], Role.CURATOR)])
     assert curator.get(reverse("admin:agents_membership_changelist")).status_code == 403
     assert curator.post(add, {"space": teams["a"].pk, "user": nina.pk, "role": "admin"}).status_code == 403
+
+
+def test_memories_of_two_spaces_are_never_offered_or_merged_as_one(teams):
+    """A curator of two spaces sees both on the pages, but the similar-memories panel keeps to
+    the memory's own space and a merge by hand across spaces is refused: memories merge only
+    within one space."""
+    shared = Space.objects.get(slug="shared")
+    client = _login("cora", [(teams["a"], Role.CURATOR), (shared, Role.CURATOR)])
+    source = teams["rows_a"]["memory"]
+    copy = memory_upload(content=source.content, space=shared).memory
+    similar = client.get(reverse("admin:memories_memory_similar", args=[source.pk]))
+    assert str(copy.pk) not in similar.content.decode()
+    merge = reverse("admin:memories_memory_merge", args=[source.pk, copy.pk])
+    response = client.post(merge, follow=True)
+    assert "different spaces" in response.content.decode()
+    assert Memory.objects.get(pk=source.pk).status == Memory.objects.get(pk=copy.pk).status == "active"
