@@ -98,7 +98,15 @@ class SpaceScopedAdmin:
 
     def get_queryset(self, request):
         queryset = super().get_queryset(request)  # type: ignore[misc]
-        return queryset.filter(space_id__in=page_spaces(request)).select_related("space")
+        return queryset.filter(space_id__in=page_spaces(request))
+
+    def get_list_select_related(self, request) -> Any:
+        # The column's space joins the list's own relations (the changelist applies these only
+        # when get_queryset selected none itself, so the join is asked for here).
+        related = super().get_list_select_related(request)  # type: ignore[misc]
+        if related is True:
+            return True
+        return (*(related or ()), "space")
 
     def get_list_display(self, request) -> Any:
         display = list(super().get_list_display(request))  # type: ignore[misc]
