@@ -126,8 +126,21 @@ class MembershipAdmin(HubAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).filter(space_id__in=space_admin_ids(request))
 
+    def get_fields(self, request, obj=None) -> Any:
+        # A membership's space and user are shown as text once it exists: links would lead to
+        # pages (people, spaces) its viewer may not open.
+        return ("space_slug", "member", "role") if obj is not None else ("space", "user", "role")
+
     def get_readonly_fields(self, request, obj=None) -> Any:
-        return ("space", "user") if obj is not None else ()
+        return ("space_slug", "member") if obj is not None else ()
+
+    @admin.display(description="space")
+    def space_slug(self, membership: Membership) -> str:
+        return membership.space.slug
+
+    @admin.display(description="user")
+    def member(self, membership: Membership) -> str:
+        return membership.user.get_username()
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "space":

@@ -114,6 +114,15 @@ class SpaceScopedAdmin:
             display.insert(1, "space_slug")
         return display
 
+    def get_fields(self, request, obj=None) -> Any:
+        # A page that lists the model's own fields shows the space by its slug: the raw
+        # relation would link to the spaces page, which only admins may open.
+        fields = super().get_fields(request, obj)  # type: ignore[misc]
+        return ["space_slug" if name == "space" else name for name in fields]
+
+    def get_readonly_fields(self, request, obj=None) -> Any:
+        return (*super().get_readonly_fields(request, obj), "space_slug")  # type: ignore[misc]
+
     def get_list_filter(self, request) -> Any:
         filters = list(super().get_list_filter(request))  # type: ignore[misc]
         if len(page_spaces(request)) > 1:
