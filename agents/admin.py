@@ -15,6 +15,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from agents import admin_members  # noqa: F401  (registers the spaces and members pages)
 from agents.models import Agent, ApiToken
 from agents.services import agent_create, token_issue, token_lifetime, token_revoke
 from core.admin_tools import HubAdmin, ReadOnlyTabularInline, ViewerLinks, linked

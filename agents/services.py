@@ -42,17 +42,32 @@ class SpaceError(ValueError):
     """A space or membership request that cannot be done, with the reason for a person."""
 
 
-def space_create(*, slug: str, name: str = "", description: str = "") -> Space:
-    """A new space (a slug is lower-case letters, digits and dashes; creating one that exists
-    updates its name and description)."""
+def space_slug_clean(slug: str) -> str:
+    """``slug`` in its stored form (lower case), or ``SpaceError`` saying what a slug may hold."""
     slug = slug.strip().lower()
     if not slug or len(slug) > 50 or not all(c.isalnum() or c in "-_" for c in slug) or not slug[0].isalnum():
         raise SpaceError(f"space slug {slug!r}: use 1-50 letters, digits, '-' or '_', starting with a letter or digit")
+    return slug
+
+
+def space_create(*, slug: str, name: str = "", description: str = "") -> Space:
+    """A new space (a slug is lower-case letters, digits and dashes; creating one that exists
+    updates its name and description)."""
+    slug = space_slug_clean(slug)
     space, created = Space.objects.get_or_create(slug=slug, defaults={"name": name or slug, "description": description})
     if not created and (name or description):
         space.name = name or space.name
         space.description = description or space.description
         space.save(update_fields=["name", "description"])
+    return space
+
+
+def space_edit(*, space: Space, name: str, description: str) -> Space:
+    """A space's name and description, as given (an empty description clears it; an empty
+    name is the slug). The slug is the space's name in every API call: it never changes."""
+    space.name = name.strip() or space.slug
+    space.description = description
+    space.save(update_fields=["name", "description"])
     return space
 
 
@@ -63,12 +78,18 @@ def space_get(*, slug: str) -> Space:
     return space
 
 
-def membership_set(*, space: Space, user, role: str) -> Membership:
-    """Give ``user`` exactly ``role`` in ``space`` (agents: reader or writer only)."""
+def membership_role_check(*, user, role: str) -> None:
+    """Raise ``SpaceError`` unless ``user`` may hold ``role`` (the rule ``membership_set``
+    keeps; a form asks it to put the message beside its field)."""
     if role not in Role.values:
         raise SpaceError(f"role {role!r}: one of {', '.join(Role.values)}")
     if hasattr(user, "agent") and role not in AGENT_ROLES:
         raise SpaceError(f"agents read and write; {role!r} is a person's role (curation stays with people)")
+
+
+def membership_set(*, space: Space, user, role: str) -> Membership:
+    """Give ``user`` exactly ``role`` in ``space`` (agents: reader or writer only)."""
+    membership_role_check(user=user, role=role)
     membership, _ = Membership.objects.update_or_create(space=space, user=user, defaults={"role": role})
     return membership
 

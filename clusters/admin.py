@@ -20,6 +20,7 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
+from agents.admin_spaces import SpaceScopedAdmin
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
 from clusters.services import skill_version_publish, skill_version_reject
@@ -80,7 +81,7 @@ class MemberInline(ReadOnlyTabularInline):
 
 
 @admin.register(KnowledgeCluster)
-class KnowledgeClusterAdmin(ReadOnlyAdmin):
+class KnowledgeClusterAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
     list_display = ("__str__", "member_count", "ready", "skill", "last_crystallization_result", "updated_at")
     list_filter = ("last_crystallization_result",)
     search_fields = ("topic",)
@@ -158,7 +159,7 @@ class KnowledgeClusterAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Skill)
-class SkillAdmin(ReadOnlyAdmin):
+class SkillAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
     list_display = ("slug", "name", "status", "current_version", "updated_at")
     list_filter = ("status",)
     search_fields = ("slug", "name", "description")

@@ -28,13 +28,16 @@ def readiness(cluster: KnowledgeCluster) -> str | None:
     return None
 
 
-def clusters_ready(*, limit: int) -> list[KnowledgeCluster]:
+def clusters_ready(*, limit: int, space_ids: list[int] | None = None) -> list[KnowledgeCluster]:
     """At most ``limit`` clusters ``readiness`` calls ready or due again, largest first (the
-    crystallization step's work and the dashboard's list). The member-count filter only narrows
-    the scan to clusters the threshold lets through; ``readiness`` decides."""
+    crystallization step's work and the dashboard's list), of ``space_ids`` (None: every space
+    the connection's scope reads). The member-count filter only narrows the scan to clusters
+    the threshold lets through; ``readiness`` decides."""
     ready: list[KnowledgeCluster] = []
     scan = (KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
             .defer("centroid", "direction").order_by("-member_count", "pk"))
+    if space_ids is not None:
+        scan = scan.filter(space_id__in=space_ids)
     for cluster in scan.iterator(chunk_size=200):
         if len(ready) >= limit:
             break

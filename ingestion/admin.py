@@ -19,6 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from agents.admin_spaces import SpaceScopedAdmin
 from agents.models import Agent
 from core.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ViewerLinks, linked
 from ingestion.formats import ACCEPTED
@@ -78,7 +79,7 @@ class IngestForm(forms.Form):
 
 
 @admin.register(IngestJob)
-class IngestJobAdmin(ViewerLinks, ReadOnlyAdmin):
+class IngestJobAdmin(SpaceScopedAdmin, ViewerLinks, ReadOnlyAdmin):
     list_display = ("created_at", "agent", "file_count")
     list_select_related = ("agent",)
     readonly_fields = ("agent_link", "created_at", "progress_panel")
@@ -160,7 +161,7 @@ SESSION_SEGMENTS_SHOWN = 200
 
 
 @admin.register(SessionRecord)
-class SessionRecordAdmin(ViewerLinks, RetryWork):
+class SessionRecordAdmin(SpaceScopedAdmin, ViewerLinks, RetryWork):
     list_display = ("identity", "agent", "message_count", "segmentation", "attempts", "updated_at")
     list_filter = ("segmentation", "agent")
     search_fields = ("identity",)
@@ -210,7 +211,7 @@ class SessionRecordAdmin(ViewerLinks, RetryWork):
 
 
 @admin.register(TaskSegment)
-class TaskSegmentAdmin(RetryWork):
+class TaskSegmentAdmin(SpaceScopedAdmin, RetryWork):
     list_display = ("__str__", "topic", "score_shown", "task_type", "scoring", "extraction", "attempts", "short_error")
     list_filter = ("scoring", "extraction", "task_type")
     search_fields = ("topic",)
@@ -263,7 +264,7 @@ class TaskSegmentAdmin(RetryWork):
 
 
 @admin.register(RawUpload)
-class RawUploadAdmin(ReadOnlyAdmin):
+class RawUploadAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
     list_display = ("created_at", "kind", "name", "size", "redacted", "download_link")
     list_filter = ("kind", "redacted")
     search_fields = ("name",)

@@ -118,25 +118,31 @@ def segments_for_training(
     return queryset.only("pk", "messages").order_by("created_at", "pk").iterator(chunk_size=100)
 
 
-def work_state_counts() -> dict[str, dict[str, int]]:
+def _in_spaces(queryset: Any, space_ids: list[int] | None) -> Any:
+    """``queryset`` narrowed to ``space_ids`` (None: every space the connection's scope reads)."""
+    return queryset if space_ids is None else queryset.filter(space_id__in=space_ids)
+
+
+def work_state_counts(*, space_ids: list[int] | None = None) -> dict[str, dict[str, int]]:
     """How many sessions wait for (or failed) segmentation, and segments for scoring and
     extraction, by work state: ``{"sessions": {state: n}, "scoring": ..., "extraction": ...}``."""
     def by_state(queryset: Any, field: str) -> dict[str, int]:
-        return dict(queryset.values_list(field).annotate(n=Count("pk")).order_by())
+        return dict(_in_spaces(queryset, space_ids).values_list(field).annotate(n=Count("pk")).order_by())
 
     return {
-        "sessions": by_state(SessionRecord.objects, "segmentation"),
-        "scoring": by_state(TaskSegment.objects, "scoring"),
-        "extraction": by_state(TaskSegment.objects, "extraction"),
+        "sessions": by_state(SessionRecord.objects.all(), "segmentation"),
+        "scoring": by_state(TaskSegment.objects.all(), "scoring"),
+        "extraction": by_state(TaskSegment.objects.all(), "extraction"),
     }
 
 
-def jobs_recent(*, limit: int) -> list[dict[str, Any]]:
-    """The newest ingest jobs with their progress (``job_progress``)."""
-    return [{"job": job, "progress": job_progress(job=job)}
-            for job in IngestJob.objects.select_related("agent").order_by("-created_at")[:limit]]
+def jobs_recent(*, limit: int, space_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """The newest ingest jobs of ``space_ids`` with their progress (``job_progress``)."""
+    jobs = _in_spaces(IngestJob.objects.select_related("agent"), space_ids).order_by("-created_at")[:limit]
+    return [{"job": job, "progress": job_progress(job=job)} for job in jobs]
 
 
-def segments_parked_count() -> int:
+def segments_parked_count(*, space_ids: list[int] | None = None) -> int:
     """Segments a pipeline step gave up on after its retries: they wait for a person."""
-    return TaskSegment.objects.filter(Q(scoring=WorkState.PARKED) | Q(extraction=WorkState.PARKED)).count()
+    return _in_spaces(TaskSegment.objects.filter(Q(scoring=WorkState.PARKED) | Q(extraction=WorkState.PARKED)),
+                      space_ids).count()

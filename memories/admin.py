@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from agents.admin_spaces import SpaceScopedAdmin
 from core.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
 from memories import admin_candidates  # noqa: F401  (registers the merge-candidate pages)
 from memories.admin_filters import (
@@ -107,7 +108,7 @@ class MemoryForm(forms.ModelForm):
 
 
 @admin.register(Memory)
-class MemoryAdmin(HubAdmin):
+class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
     form = MemoryForm
     list_display = ("l0", "type_badge", "tier_badge", "hit_count", "last_hit_at", "agent", "age")
     list_display_links = ("l0",)
@@ -210,6 +211,12 @@ class MemoryAdmin(HubAdmin):
             memory_delete(memory_id=pk)
 
     # --- the memory page --------------------------------------------------------------------
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        from memories.admin_promote import panel_context
+
+        return super().change_view(request, object_id, form_url, {**panel_context(self, request),
+                                                                  **(extra_context or {})})
+
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
         result = memory_edit(
@@ -263,6 +270,10 @@ class MemoryAdmin(HubAdmin):
                 reverse("admin:ingestion_sessionrecord_change", args=[memory.provenance.get("session")]),
                 memory.provenance.get("session"), url,
             )
+        promoted = memory.provenance.get("promoted_from")
+        if promoted:
+            return format_html("promoted from space {} (memory {}) by {}", promoted.get("space"),
+                               promoted.get("memory"), promoted.get("by"))
         if memory.provenance.get("raw_upload"):
             return format_html("plain-text ingestion (raw upload {})", memory.provenance["raw_upload"])
         return f"uploaded through the API ({memory.source})"
@@ -302,7 +313,7 @@ class MemoryAdmin(HubAdmin):
     def get_urls(self):
         from django.views.decorators.http import require_POST
 
-        from memories import admin_review
+        from memories import admin_promote, admin_review
 
         def view(function, post: bool = False):
             def wrapped(request, *args, **kwargs):
@@ -320,6 +331,8 @@ class MemoryAdmin(HubAdmin):
                  view(admin_review.candidate_action, post=True), name="memories_memory_candidate_action"),
             path("<uuid:memory_id>/similar/", self.admin_site.admin_view(self.similar_view),
                  name="memories_memory_similar"),
+            path("<uuid:memory_id>/promote/", view(admin_promote.promote_view, post=True),
+                 name="memories_memory_promote"),
             path("<uuid:memory_id>/merge/<uuid:other_id>/", view(admin_review.merge_pair_view),
                  name="memories_memory_merge"),
             *super().get_urls(),

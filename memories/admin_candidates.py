@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from agents.admin_spaces import SpaceScopedAdmin
 from core.admin_tools import ReadOnlyAdmin
 from memories.models import CandidateStatus, EmbeddingSpace, MergeCandidate
 from memories.services import MemoryInputError
@@ -17,7 +18,7 @@ class EmbeddingSpaceAdmin(ReadOnlyAdmin):
 
 
 @admin.register(MergeCandidate)
-class MergeCandidateAdmin(ReadOnlyAdmin):
+class MergeCandidateAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
     """Pairs that may be one memory, waiting for a curator: merge or dismiss, through the
     same services the pipeline uses (a dismissed pair is never proposed again)."""
 

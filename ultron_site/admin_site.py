@@ -15,6 +15,8 @@ from django.urls import path, reverse, reverse_lazy
 from django.views.decorators.http import require_POST
 from unfold.sites import UnfoldAdminSite
 
+from ultron_site.spaces_pages import page_spaces, space_switch, switcher_context
+
 
 def stylesheet(request: HttpRequest) -> str:
     return static("ultron/hub.css")
@@ -33,6 +35,13 @@ def _can(permission: str):
         return request.user.has_perm(permission)
 
     return check
+
+
+def _space_admin(request: HttpRequest) -> bool:
+    """Hub-wide admins and the admins of a space (who manage its members)."""
+    from agents.admin_spaces import space_admin_ids
+
+    return bool(space_admin_ids(request))
 
 
 def sidebar(request: HttpRequest) -> list[dict[str, Any]]:
@@ -77,6 +86,10 @@ def sidebar(request: HttpRequest) -> list[dict[str, Any]]:
                  "permission": _can("agents.view_agent")},
                 {"title": "People", "icon": "group", "link": reverse_lazy("admin:auth_user_changelist"),
                  "permission": _can("auth.view_user")},
+                {"title": "Spaces", "icon": "workspaces", "link": reverse_lazy("admin:agents_space_changelist"),
+                 "permission": _space_admin},
+                {"title": "Members", "icon": "badge", "link": reverse_lazy("admin:agents_membership_changelist"),
+                 "permission": _space_admin},
             ],
         },
     ]
@@ -91,13 +104,19 @@ class HubAdminSite(UnfoldAdminSite):
     def get_urls(self):
         return [
             path("pipeline/run/", self.admin_view(require_POST(self.pipeline_run)), name="pipeline_run"),
+            path("space/", self.admin_view(require_POST(space_switch)), name="space_switch"),
             *super().get_urls(),
         ]
+
+    def each_context(self, request: HttpRequest) -> dict[str, Any]:
+        # The header's space switcher is on every page of the site.
+        return {**super().each_context(request), **switcher_context(request)}
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
         from ultron_site.dashboard import dashboard_context
 
-        context = {**dashboard_context(), "can_run_pipeline": request.user.has_perm("ultron_site.run_pipeline")}
+        context = {**dashboard_context(space_ids=page_spaces(request)),
+                   "can_run_pipeline": request.user.has_perm("ultron_site.run_pipeline")}
         return super().index(request, {**context, **(extra_context or {})})
 
     def pipeline_run(self, request: HttpRequest) -> HttpResponse:

@@ -44,29 +44,29 @@ def memory_counts(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def memory_charts() -> dict[str, Any]:
+def memory_charts(space_ids: list[int] | None = None) -> dict[str, Any]:
     """Chart.js data (JSON) for new memories per day and the tier mix, last 30 days."""
     today = timezone.localdate()
     days = [today - datetime.timedelta(days=n) for n in range(DAYS - 1, -1, -1)]
     since = timezone.now() - datetime.timedelta(days=DAYS)
-    per_day = memory_reviews.memories_new_per_day(since=since)
-    snapshots = memory_reviews.tier_snapshots(since=days[0])
+    per_day = memory_reviews.memories_new_per_day(since=since, space_ids=space_ids)
+    snapshots = memory_reviews.tier_snapshots(since=days[0], space_ids=space_ids)
     labels = [d.strftime("%b %d") for d in days]
     new = {"labels": labels, "datasets": [{"label": "new memories", "data": [per_day.get(d, 0) for d in days],
                                            "borderColor": "#7c3aed", "backgroundColor": "#7c3aed"}]}
     colours = {"hot": "#dc2626", "warm": "#f59e0b", "cold": "#3b82f6"}
     mix = {"labels": labels, "datasets": [
         # A day without a snapshot (no rebalance ran) is a gap, not a zero: the line spans it (spanGaps).
-        {"label": tier.upper(), "data": [getattr(snapshots[d], tier) if d in snapshots else None for d in days],
+        {"label": tier.upper(), "data": [snapshots[d][tier] if d in snapshots else None for d in days],
          "borderColor": colours[tier], "backgroundColor": colours[tier], "spanGaps": True}
         for tier in ("hot", "warm", "cold")
     ]}
     return {"new_per_day": json.dumps(new), "tier_mix": json.dumps(mix), "has_snapshots": bool(snapshots)}
 
 
-def pipeline_status() -> dict[str, Any]:
+def pipeline_status(space_ids: list[int] | None = None) -> dict[str, Any]:
     last = step_runs_last()
-    counts = ingestion_reads.work_state_counts()
+    counts = ingestion_reads.work_state_counts(space_ids=space_ids)
     return {
         "steps": [{"name": name, "run": last.get(name)} for name in step_names()],
         "work": {queue: _states(counts[queue], queue, field)
@@ -86,24 +86,26 @@ def _states(counts: dict[str, int], queue: str, field: str) -> dict[str, Any]:
     }
 
 
-def review_counts(stats: dict[str, Any]) -> dict[str, Any]:
-    ready = clusters_ready(limit=200)
+def review_counts(stats: dict[str, Any], space_ids: list[int] | None = None) -> dict[str, Any]:
+    ready = clusters_ready(limit=200, space_ids=space_ids)
     review = reverse("admin:memories_memory_merge_review")
     return {
         "ready_clusters": ready[:8],
         "ready_count": len(ready),
         "merge_pending": {"value": stats["merge_pending"], "href": review},
-        "candidates": {"value": memory_reviews.merge_candidates_open_count(), "href": review + "#candidates"},
-        "failed_segments": ingestion_reads.segments_parked_count(),
+        "candidates": {"value": memory_reviews.merge_candidates_open_count(space_ids=space_ids), "href": review + "#candidates"},
+        "failed_segments": ingestion_reads.segments_parked_count(space_ids=space_ids),
     }
 
 
-def dashboard_context() -> dict[str, Any]:
-    stats = memory_stats()
+def dashboard_context(*, space_ids: list[int] | None = None) -> dict[str, Any]:
+    """Everything the dashboard shows, of ``space_ids`` (the spaces the person's pages cover;
+    None: whatever the connection's scope reads)."""
+    stats = memory_stats(space_ids=space_ids)
     return {
         "memory_counts": memory_counts(stats),
-        "charts": memory_charts(),
-        "pipeline": pipeline_status(),
-        "jobs": ingestion_reads.jobs_recent(limit=5),
-        "review": review_counts(stats),
+        "charts": memory_charts(space_ids),
+        "pipeline": pipeline_status(space_ids),
+        "jobs": ingestion_reads.jobs_recent(limit=5, space_ids=space_ids),
+        "review": review_counts(stats, space_ids),
     }

@@ -7,7 +7,7 @@ import datetime
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, QuerySet
+from django.db.models import Count, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -32,8 +32,13 @@ def merge_candidates_open() -> QuerySet[MergeCandidate]:
                                          duplicate_of__status=Status.ACTIVE)
 
 
-def merge_candidates_open_count() -> int:
-    return merge_candidates_open().count()
+def _in_spaces(queryset: Any, space_ids: list[int] | None) -> Any:
+    """``queryset`` narrowed to ``space_ids`` (None: every space the connection's scope reads)."""
+    return queryset if space_ids is None else queryset.filter(space_id__in=space_ids)
+
+
+def merge_candidates_open_count(*, space_ids: list[int] | None = None) -> int:
+    return _in_spaces(merge_candidates_open(), space_ids).count()
 
 
 def merge_pending_page(*, page: Any, per_page: int) -> Page:
@@ -79,12 +84,17 @@ def memory_pair(*, first_id: Any, second_id: Any) -> tuple[Memory, Memory] | Non
     return pair[first_id], pair[second_id]
 
 
-def memories_new_per_day(*, since: datetime.datetime) -> dict[datetime.date, int]:
-    """How many memories were created on each day since ``since`` (days with none are absent)."""
-    return dict(Memory.objects.filter(created_at__gte=since).annotate(day=TruncDate("created_at"))
-                .values_list("day").annotate(n=Count("pk")).order_by())
+def memories_new_per_day(*, since: datetime.datetime,
+                         space_ids: list[int] | None = None) -> dict[datetime.date, int]:
+    """How many memories of ``space_ids`` were created on each day since ``since`` (days with
+    none are absent)."""
+    return dict(_in_spaces(Memory.objects.filter(created_at__gte=since), space_ids)
+                .annotate(day=TruncDate("created_at")).values_list("day").annotate(n=Count("pk")).order_by())
 
 
-def tier_snapshots(*, since: datetime.date) -> dict[datetime.date, TierSnapshot]:
-    """The daily HOT/WARM/COLD counts from ``since`` on, by day."""
-    return {s.day: s for s in TierSnapshot.objects.filter(day__gte=since)}
+def tier_snapshots(*, since: datetime.date, space_ids: list[int] | None = None) -> dict[datetime.date, dict[str, int]]:
+    """The daily HOT/WARM/COLD counts of ``space_ids`` from ``since`` on, by day: each space
+    records its own row a day, and the days' rows add up."""
+    rows = (_in_spaces(TierSnapshot.objects.filter(day__gte=since), space_ids).order_by().values("day")
+            .annotate(hot=Sum("hot"), warm=Sum("warm"), cold=Sum("cold"), archived=Sum("archived")))
+    return {row["day"]: {k: row[k] for k in ("hot", "warm", "cold", "archived")} for row in rows}

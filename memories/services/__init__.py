@@ -8,6 +8,7 @@ functions; none of them bypasses validation, redaction or the duplicate check.
 - ``merge``: LLM merges of contributions, summaries, consolidation of leftover pairs;
 - ``tiers``: hit counts and the HOT / WARM / COLD rebalance;
 - ``lifecycle``: archive, restore, delete;
+- ``promote``: a curator's copy of a memory into another space they curate;
 - ``recall``: search, details and context for agents (they count hits);
 - ``portable``: what an import of a portable export writes back (memories, contributions,
   merge candidates, as the file gives them): the import validates and redacts every line first,
@@ -41,6 +42,7 @@ from memories.services.portable import (
     memory_import,
     merge_candidate_import,
 )
+from memories.services.promote import PromoteError, memory_promote
 from memories.services.recall import SearchOutcome, context_build, memories_read, memories_search
 from memories.services.tiers import (
     DETAILS_HIT,
@@ -66,6 +68,7 @@ __all__ = [
     "CleanMemory",
     "EmbeddingSpaceMismatch",
     "MemoryInputError",
+    "PromoteError",
     "RebalanceResult",
     "SearchOutcome",
     "UploadResult",
@@ -90,6 +93,7 @@ __all__ = [
     "memory_input_clean",
     "memory_inputs_clean",
     "memory_merge_contributions",
+    "memory_promote",
     "memory_restore",
     "memory_summarize",
     "memory_upload",

@@ -134,13 +134,17 @@ def memory_fold(*, keep_id: Any, drop_id: Any, similarity: float, reason: str) -
 def memories_merge_by_hand(*, first_id: Any, second_id: Any, editor: str) -> Memory:
     """A curator merges two memories they found themselves: the newer folds into the older (the
     survivor keeps hits and contributions; the other is archived), and the survivor's history
-    says who merged what. Raises ``MemoryInputError`` when either is gone or not active."""
+    says who merged what. Raises ``MemoryInputError`` when either is gone or not active, or the
+    two are in different spaces."""
     with transaction.atomic():
         pair = list(Memory.objects.select_for_update().defer("embedding").filter(pk__in=[first_id, second_id]))
         if len(pair) != 2:
             raise MemoryInputError("memory", "one of the two memories no longer exists")
         if any(m.status != Status.ACTIVE for m in pair):
             raise MemoryInputError("status", "both memories must be active to merge")
+        if pair[0].space_id != pair[1].space_id:
+            raise MemoryInputError("space", "the two memories are in different spaces: memories merge only "
+                                            "within one (promote a copy instead)")
         # The older one survives, as in every merge: links to it keep working.
         keep, drop = sorted(pair, key=lambda m: (m.created_at, str(m.pk)))
         memory_fold(keep_id=keep.pk, drop_id=drop.pk, similarity=1.0, reason="curator")

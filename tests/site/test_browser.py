@@ -1,6 +1,7 @@
 """The admin site in a real browser (Debian's headless Chromium driven by Playwright) against
 the live server: an admin uploads sessions and watches the job, a curator searches live and
-edits a memory, a curator is kept out of tokens and raw archives. Every request must stay on
+edits a memory, a curator is kept out of tokens and raw archives, two teams' curators each see
+their own team's memories and one promotes a memory to the space both share. Every request must stay on
 the server, no page may log a console error, and each page is saved under var/screenshots/
 for a person to look at."""
 
@@ -45,9 +46,11 @@ def browser():
 class Session:
     """One person's browser tab, watching every request and console error."""
 
-    def __init__(self, browser, base: str, role: str, *, password_once: bool = False) -> None:
+    def __init__(self, browser, base: str, role: str, *, password_once: bool = False, username: str | None = None,
+                 spaces: list | None = None) -> None:
         self.base = base
-        self.person = person_create(username=f"{role}-{os.getpid()}", role=role, password_once=password_once)
+        self.person = person_create(username=username or f"{role}-{os.getpid()}", role=role,
+                                    password_once=password_once, spaces=spaces)
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
         self.requests: list[str] = []
         self.errors: list[str] = []
@@ -226,3 +229,62 @@ def test_admin_reads_why_a_segment_gave_no_memory(browser, live_server, agent, t
     assert admin.page.locator("text=Loading the conversation").count() == 0
     admin.shot("memory-with-conversation")
     admin.check_clean()
+
+
+def test_two_teams_curators_see_their_own_memories_and_share_a_promoted_one(browser, live_server):
+    from agents.models import Role
+    from agents.selectors import space_shared
+    from agents.services import space_create
+
+    team_a, team_b, shared = space_create(slug="team-a"), space_create(slug="team-b"), space_shared()
+    memory_upload(content="Billing deploys die with OOMKilled unless -Xmx sits below the pod's memory limit",
+                  space=team_a)
+    memory_upload(content="Cypress runs on CI stop flaking once the viewport is pinned to 1280x720", space=team_b)
+    alice = Session(browser, live_server.url, "curator", username="alice",
+                    spaces=[(team_a, Role.CURATOR), (shared, Role.CURATOR)])
+    bob = Session(browser, live_server.url, "curator", username="bob",
+                  spaces=[(team_b, Role.CURATOR), (shared, Role.CURATOR)])
+
+    alice.go("/admin/memories/memory/")
+    assert alice.page.locator("#result_list", has_text="OOMKilled").count() == 1
+    assert alice.page.locator("text=Cypress").count() == 0
+    assert alice.page.locator("#id_hub_space option:checked").inner_text() == "All my spaces"
+    alice.shot("spaces-alice-memories")
+    bob.go("/admin/memories/memory/")
+    assert bob.page.locator("#result_list", has_text="Cypress").count() == 1
+    assert bob.page.locator("text=OOMKilled").count() == 0
+    bob.shot("spaces-bob-memories")
+
+    # Alice promotes her team's memory to the shared space from its page.
+    alice.page.locator("#result_list tbody tr a", has_text="OOMKilled").first.click()
+    alice.page.wait_for_load_state("networkidle")
+    assert alice.page.locator(".hub-space-badge").inner_text() == "team-a"
+    alice.shot("spaces-memory-page")
+    alice.page.select_option("#id_promote_space", label="shared")
+    alice.page.click("#promote-form button[type=submit]")
+    alice.page.wait_for_selector("text=Promoted to space shared")
+    alice.shot("spaces-promoted")
+    # The header's switcher narrows her pages to the shared space: the copy alone.
+    alice.go("/admin/memories/memory/")
+    with alice.page.expect_navigation():  # chosen, the switcher goes (hub.js), and the page comes back
+        alice.page.select_option("#id_hub_space", label="shared")
+    alice.page.wait_for_load_state("networkidle")
+    assert alice.page.locator("#id_hub_space option:checked").inner_text() == "shared"
+    rows = alice.page.locator("#result_list tbody tr")
+    assert rows.count() == 1 and "OOMKilled" in rows.first.inner_text() and "shared" in rows.first.inner_text()
+    alice.shot("spaces-alice-switched-to-shared")
+
+    # Bob now sees the promoted copy (in shared) beside his own, and still nothing of team A's.
+    bob.go("/admin/memories/memory/")
+    assert bob.page.locator("#result_list tbody tr").count() == 2
+    bob.page.locator("#result_list tbody tr a", has_text="OOMKilled").first.click()
+    bob.page.wait_for_load_state("networkidle")
+    assert bob.page.locator(".hub-space-badge").inner_text() == "shared"
+    assert bob.page.locator("text=Promoted from space team-a by alice").count() == 1
+    bob.shot("spaces-bob-sees-the-promoted-memory")
+    original = Memory.objects.get(space=team_a)
+    assert bob.page.goto(f"{live_server.url}/admin/memories/memory/{original.pk}/change/") is not None
+    bob.page.wait_for_load_state("networkidle")
+    assert "OOMKilled" not in bob.page.locator("#content").inner_text()
+    alice.check_clean()
+    bob.check_clean()

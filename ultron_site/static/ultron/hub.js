@@ -7,6 +7,14 @@
   document.addEventListener("htmx:configRequest", function (event) {
     event.detail.headers["X-CSRFToken"] = cookie("csrftoken");
   });
+  // The header's space switcher goes as soon as a space is chosen (its button stays for pages
+  // without scripts).
+  document.addEventListener("change", function (event) {
+    const select = event.target;
+    if (select.matches && select.matches("select[data-autosubmit]")) {
+      select.form.submit();
+    }
+  });
   // Several session files can be chosen at once: list them all beside the button.
   document.addEventListener("change", function (event) {
     const input = event.target;
