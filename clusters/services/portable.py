@@ -228,8 +228,9 @@ def cluster_skill_link(*, cluster_id: int, slug: str) -> bool:
     """Point a cluster at the skill with ``slug`` (an import stores skills after clusters); a
     cluster that has a skill keeps it. False when nothing changed (no such skill, or a skill there)."""
     with transaction.atomic():
-        space_id = KnowledgeCluster.objects.filter(pk=cluster_id).values_list("space_id", flat=True).first()
-        skill_id = Skill.objects.filter(space_id=space_id, slug=slug).values_list("pk", flat=True).first()
+        # The skill of the cluster's own space: a slug is unique within a space only.
+        skill_id = (Skill.objects.filter(slug=slug, space__in=KnowledgeCluster.objects.filter(pk=cluster_id)
+                                         .values("space_id")).values_list("pk", flat=True).first())
         # No skill of that slug: the file did not give it, or the hub refused it.
         if skill_id is None:
             return False
