@@ -67,9 +67,21 @@ def noisy_vectors(base: np.ndarray, picks: np.ndarray, seed: int, chunk: int = 5
         yield part / np.linalg.norm(part, axis=1, keepdims=True)
 
 
-def load(chunks, texts: list[str], *, analyze: bool = True) -> tuple[float, float, int]:
-    """Bulk-load the corpus, build the vector indexes; ANALYZE unless ``analyze`` is false (a
-    hub right after a bulk load, before autovacuum has passed)."""
+def bench_spaces(count: int) -> list[int]:
+    """The spaces the corpus is spread over: the shared space alone, or ``count`` spaces
+    ``bench-0``… (a hub of several teams)."""
+    from agents.selectors import space_or_shared
+    from agents.services import space_create
+
+    if count <= 1:
+        return [space_or_shared(None)]
+    return [space_create(slug=f"bench-{i}").pk for i in range(count)]
+
+
+def load(chunks, texts: list[str], *, analyze: bool = True, space_ids: list[int] | None = None,
+         ) -> tuple[float, float, int]:
+    """Bulk-load the corpus (row i in ``space_ids[i % len]``), build the vector indexes; ANALYZE
+    unless ``analyze`` is false (a hub right after a bulk load, before autovacuum has passed)."""
     from django.db import connection
 
     from memories.models import Memory
@@ -82,9 +94,10 @@ def load(chunks, texts: list[str], *, analyze: bool = True) -> tuple[float, floa
     started = time.perf_counter()
     batch = []
     vectors = (vector for part in chunks for vector in part)
+    spaces = space_ids or bench_spaces(1)
     for i, vector in enumerate(vectors):
         batch.append(Memory(
-            content=texts[i % len(texts)], memory_type=TYPES[i % len(TYPES)], tier=TIERS[(i // 7) % 3],
+            space_id=spaces[i % len(spaces)], content=texts[i % len(texts)], memory_type=TYPES[i % len(TYPES)], tier=TIERS[(i // 7) % 3],
             tags=[f"team-{i % 20}"], embedding=vector.tolist(), content_hash=f"h{i}", hit_count=1 + (i % 13),
         ))
         if len(batch) == 5000:
@@ -153,6 +166,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--base", type=int, default=6000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--spaces", type=int, default=1,
+                        help="spread the corpus over this many spaces and time searches reading 1, 3 and all of them")
     parser.add_argument("--keep-db", metavar="NAME",
                         help="reuse (or create and keep) this bench_* database; the corpus is loaded only once")
     args = parser.parse_args()
@@ -183,11 +198,13 @@ def main() -> None:
     with bench_database(args.keep_db):
         embedding_space_ensure()
         progress("corpus embedded")
+        space_ids = bench_spaces(args.spaces)
         fresh = False
         if Memory.objects.count() != args.n:
             with connection.cursor() as cursor:  # never Django's delete(): it loads every row
                 cursor.execute(f"TRUNCATE {Memory._meta.db_table} CASCADE")
-            loaded, built, size = load(noisy_vectors(base, picks, seed=12), [texts[i] for i in picks], analyze=False)
+            loaded, built, size = load(noisy_vectors(base, picks, seed=12), [texts[i] for i in picks], analyze=False,
+                                       space_ids=space_ids)
             fresh = True
             rows.append(("load / HNSW build / index size",
                          f"{loaded:.0f}s / {built:.0f}s / {size / 2**20:.0f} MiB (the one vector index)"))
@@ -276,9 +293,17 @@ def main() -> None:
                      f"{plans['service_type_plan_index'] or 'none (whole table read)'}"))
         figures.update(plans)
         progress("API")
-        agent = Agent.objects.filter(name="bench").first() or agent_create(name="bench")
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(agent=agent).token}")
+        from agents.models import Role, Space
+
+        def reader_of(name: str, ids: list[int]) -> APIClient:
+            """An API client whose agent reads ``ids`` (and nothing else)."""
+            reader = Agent.objects.filter(name=name).first() or agent_create(
+                name=name, spaces=[(space, Role.READER) for space in Space.objects.filter(pk__in=ids)])
+            api = APIClient()
+            api.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(agent=reader).token}")
+            return api
+
+        client = reader_of("bench", space_ids)
         # Warm-up, untimed, as for the service: the recall's exact scans above have just read
         # the whole table, and the figures are for a serving hub, whose pages are cached.
         for text in query_texts:
@@ -301,6 +326,23 @@ def main() -> None:
                 figures["api_p50_ms"], figures["api_p95_ms"] = p50, p95
             if label == "API, semantic":
                 figures["api_semantic_p50_ms"], figures["api_semantic_p95_ms"] = p50, p95
+        # A hub of several teams: the same new queries from agents reading 1 and 3 of the spaces
+        # (the rows above read all of them), each search narrowed by the database's scope too.
+        for part in (1, 3):
+            if len(space_ids) <= part:
+                continue
+            narrow = reader_of(f"bench-{part}-of-{len(space_ids)}", space_ids[:part])
+            times = []
+            for text in query_texts:
+                query_cache_forget()
+                started = time.perf_counter()
+                response = narrow.post(reverse("memory-search"), {"query": text}, format="json")
+                times.append(time.perf_counter() - started)
+                assert response.status_code == 200, response.content
+            p50, p95, p99 = percentiles(times)
+            rows.append((f"API, hybrid, reading {part} of {len(space_ids)} spaces (incl. query embedding)",
+                         f"p50 {p50:.1f} ms  p95 {p95:.1f} ms  p99 {p99:.1f} ms"))
+            figures[f"api_{part}_of_{len(space_ids)}_p50_ms"], figures[f"api_{part}_of_{len(space_ids)}_p95_ms"] = p50, p95
         # The same queries again, as agents repeating a question: redaction and embedding cached.
         # The rows above cleared the cache before every request, so it is filled first (untimed).
         for text in query_texts:

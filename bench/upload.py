@@ -41,12 +41,15 @@ def run_clients(texts: list[str], count: int, agent) -> tuple[float, list[float]
     lock = threading.Lock()
 
     def work(part: list[str]) -> None:
+        from core.spaces import maintenance
+
         try:
-            for text in part:
-                started = time.perf_counter()
-                memory_upload(content=text, agent=agent)
-                with lock:
-                    latencies.append(time.perf_counter() - started)
+            with maintenance():  # a new thread's connection starts with no spaces, as the bench's does not
+                for text in part:
+                    started = time.perf_counter()
+                    memory_upload(content=text, agent=agent)
+                    with lock:
+                        latencies.append(time.perf_counter() - started)
         finally:
             connection.close()
 

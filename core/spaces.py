@@ -29,6 +29,7 @@ pooling (or none) in front of the hub (docs/operations.md).
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -64,15 +65,26 @@ def _ids(values: Iterable[int]) -> tuple[int, ...]:
     return tuple(sorted({int(v) for v in values}))
 
 
+# The scope the code of this thread has opened. A connection opened meanwhile (the first, or
+# a new one after the database restarted) starts in it: a scope is the code's declaration, not a
+# property of one connection. A new thread starts with none.
+_opened = threading.local()
+
+
 def _apply(scope: Scope) -> None:
     """Make the current connection's session match ``scope`` (one round trip)."""
+    _opened.scope = scope
+    _set(connection, scope)
+
+
+def _set(conn, scope: Scope) -> None:
     role = "RESET ROLE" if scope.maintenance else f'SET ROLE "{app_role()}"'
-    with connection.cursor() as cursor:
+    with conn.cursor() as cursor:
         cursor.execute(
             f"{role}; SELECT set_config(%s, %s, false), set_config(%s, %s, false)",
             [READ_SETTING, ",".join(map(str, scope.read)), WRITE_SETTING, ",".join(map(str, scope.write))],
         )
-    connection.ultron_scope = scope  # type: ignore[attr-defined]
+    conn.ultron_scope = scope
 
 
 def scope_apply(scope: Scope) -> None:
@@ -103,6 +115,7 @@ def _scoped(scope: Scope) -> Iterator[Scope]:
                 # it changed, so what the connection holds then is not known here: the next
                 # scope is applied whatever it is.
                 connection.ultron_scope = _UNKNOWN  # type: ignore[attr-defined]
+                _opened.scope = previous
             else:
                 _apply(previous)
 
@@ -162,9 +175,10 @@ def _connection_start(sender, connection, **kwargs) -> None:  # noqa: ARG001 - t
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [app_role()])
         exists = cursor.fetchone() is not None
-        if exists:
-            cursor.execute(f'SET ROLE "{app_role()}"')
-    connection.ultron_scope = NOTHING if exists else MAINTENANCE
+    if not exists:
+        connection.ultron_scope = MAINTENANCE
+        return
+    _set(connection, getattr(_opened, "scope", NOTHING))
 
 
 # --- migrations -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from agents.selectors import space_or_shared
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.services.membership import _centroid_shift
 from memories.models import Memory
@@ -124,7 +125,7 @@ def cluster_import(
     labelled_member_count: int = 0,
     created_at: datetime,
     updated_at: datetime,
-    space_id: int,
+    space_id: int | None = None,
 ) -> ClusterImported:
     """Store a cluster in space ``space_id`` and the members whose memories that space holds (a
     member whose memory is in another cluster already stays there).
@@ -134,6 +135,7 @@ def cluster_import(
     join it, shifting its centroid. Otherwise a new cluster is stored: with ``centroid`` as
     given when every member joins (the caller passes None when it cannot vouch for it, e.g. the
     members were embedded anew here), else with the sum of the members that joined."""
+    space_id = space_or_shared(space_id)
     ids = [str(m.memory_id) for m in members]
     with transaction.atomic():
         held = dict(ClusterMember.objects.filter(memory_id__in=ids, space_id=space_id)
@@ -196,12 +198,13 @@ def skill_import(
     versions: list[SkillVersionImport],
     created_at: datetime,
     updated_at: datetime,
-    space_id: int,
+    space_id: int | None = None,
 ) -> SkillImported:
     """Store a skill by its slug with its versions; a skill already here gains only the versions
     it lacks (its own fields, current version and times stay). Raises
     ``SkillImportError`` when a new skill's ``current_version`` is none of ``versions`` (nothing
     is stored then)."""
+    space_id = space_or_shared(space_id)
     with transaction.atomic():
         skill = Skill.objects.filter(space_id=space_id, slug=slug).first()
         created = skill is None

@@ -55,10 +55,12 @@ def _manage(dbname: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def _all_rows(dbname: str) -> dict[str, list[str]]:
-    """Every row of every table of the database, as text, in a stable order."""
+    """Every row of every table of the database, as text, in a stable order: as jsonb, whose keys
+    are in one order whatever the columns' (a migration adds a column at the end of a table that
+    another database has in the middle)."""
     with psycopg.connect(_url(dbname)) as conn:
         tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
-        return {t: [r[0] for r in conn.execute(f'SELECT x::text FROM "{t}" x ORDER BY 1')] for t in tables}
+        return {t: [r[0] for r in conn.execute(f'SELECT to_jsonb(x)::text FROM "{t}" x ORDER BY 1')] for t in tables}
 
 
 @pytest.mark.slow
