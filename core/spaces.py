@@ -71,10 +71,17 @@ def _ids(values: Iterable[int]) -> tuple[int, ...]:
 _opened = threading.local()
 
 
+def _declared() -> Scope:
+    return getattr(_opened, "scope", NOTHING)
+
+
 def _apply(scope: Scope) -> None:
-    """Make the current connection's session match ``scope`` (one round trip)."""
+    """Declare ``scope`` for this thread and make the current connection's session match it
+    (one round trip, none when it already does)."""
     _opened.scope = scope
-    _set(connection, scope)
+    connection.ensure_connection()  # a new connection starts in the declared scope already
+    if getattr(connection, "ultron_scope", None) != scope:
+        _set(connection, scope)
 
 
 def _set(conn, scope: Scope) -> None:
@@ -88,36 +95,34 @@ def _set(conn, scope: Scope) -> None:
 
 
 def scope_apply(scope: Scope) -> None:
-    """Switch the connection to ``scope`` for good (nothing puts the previous one back): for a
-    connection's start, as ``connection_created`` receivers see it."""
+    """Switch this thread and its connection to ``scope`` for good (nothing puts the previous
+    one back): for a thread's or a connection's start."""
     _apply(scope)
 
 
 def scope_current() -> Scope:
-    """The scope the current connection runs in (nothing until one is opened)."""
-    connection.ensure_connection()
-    return getattr(connection, "ultron_scope", NOTHING)
+    """The scope this thread's code runs in (nothing until one is opened)."""
+    return _declared()
 
 
 @contextlib.contextmanager
 def _scoped(scope: Scope) -> Iterator[Scope]:
-    previous = scope_current()
-    if previous != scope:
-        _apply(scope)
+    previous = _declared()
+    _apply(scope)
     try:
         yield scope
     finally:
-        # A connection closed inside the scope (a database restart, a test's teardown) starts
-        # the next one with no spaces: nothing to put back.
-        if connection.connection is not None and scope_current() != previous:
+        _opened.scope = previous
+        # A connection closed inside the scope (a database restart, a test's teardown): the
+        # next one starts in the declared scope, nothing to put back on this one.
+        if connection.connection is not None and getattr(connection, "ultron_scope", None) != previous:
             if connection.needs_rollback or connection.connection.info.transaction_status == _FAILED:
                 # A failed transaction takes no statement; its rollback puts back the settings
                 # it changed, so what the connection holds then is not known here: the next
                 # scope is applied whatever it is.
                 connection.ultron_scope = _UNKNOWN  # type: ignore[attr-defined]
-                _opened.scope = previous
             else:
-                _apply(previous)
+                _set(connection, previous)
 
 
 def space_scope(*, read: Iterable[int], write: Iterable[int] = ()) -> contextlib.AbstractContextManager[Scope]:
@@ -138,8 +143,7 @@ def scope_enter(*, read: Iterable[int], write: Iterable[int] = ()) -> Scope:
     API opens its caller's spaces only once DRF has authenticated the caller, inside the view)."""
     write_ids = _ids(write)
     scope = Scope(read=_ids([*read, *write_ids]), write=write_ids)
-    if scope_current() != scope:
-        _apply(scope)
+    _apply(scope)
     return scope
 
 
