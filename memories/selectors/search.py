@@ -11,6 +11,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connection, transaction
 
+from core.spaces import scope_current
 from memories.models import Memory, MemoryType, Tier
 from memories.selectors.keywords import (
     QueryTerms,
@@ -86,26 +87,38 @@ keyword AS (
         LIMIT %(candidates)s
     ) matched
 )"""
-# The rows the keyword side ranks, matching one of its tsqueries ({query}: tsquery or tight).
+# The rows the keyword side ranks: those matching the tsquery ``{query}`` and not ``{exclude}`` (a
+# tsquery, or NULL), at most ``keyword_cap`` of them, a bound on the work whatever the query.
+# As the tables' owner (the hub's upkeep), read straight from the table through the GIN index.
 _KEYWORD_ROWS = """
     SELECT id, search_vector, embedding, tier, last_hit_at, created_at FROM {table}
-    WHERE {where} AND search_vector @@ %({query})s::tsquery"""
-# The matches the keyword side ranks: at most this many, a bound on the work whatever the query.
-_KEYWORD_MATCHES = _KEYWORD_ROWS.replace("{query}", "tsquery") + """
+    WHERE {where} AND search_vector @@ %({query})s::tsquery{exclusion}
     LIMIT %(keyword_cap)s"""
-# When the plain query may match more than that, the tight query's matches come first, and the
+# Under the spaces' policies the GIN index cannot pick them (``@@`` is not LEAKPROOF, so it is
+# checked after the policy's condition, on every readable row): the function of migration
+# memories.0014 reads the index as the owner, within the spaces the session reads.
+_KEYWORD_ROWS_POLICED = """
+    SELECT * FROM memories_keyword_matches(%({query})s::tsquery, {exclude}::tsquery, %(keyword_cap)s,
+                                           %(spaces)s::bigint[], %(kind)s, %(level)s, %(tags)s::varchar[])"""
+# When the plain query may match more than the cap, the tight query's matches come first, and the
 # plain query is read (the tight matches left out) only if they are fewer than the candidates.
 _KEYWORD_TIGHT_CTE = """
-keyword_tight AS (""" + _KEYWORD_ROWS.replace("{query}", "tight") + """
-    LIMIT %(keyword_cap)s
-)"""
+keyword_tight AS ({tight})"""
 _KEYWORD_TIGHT_MATCHES = """
     SELECT * FROM keyword_tight
-    UNION ALL (""" + _KEYWORD_ROWS.replace("{query}", "tsquery") + """
-          AND NOT search_vector @@ %(tight)s::tsquery
-          AND (SELECT count(*) FROM keyword_tight) < %(candidates)s
-        LIMIT %(keyword_cap)s
-    )"""
+    UNION ALL
+    SELECT * FROM ({plain}) plain WHERE (SELECT count(*) FROM keyword_tight) < %(candidates)s"""
+
+
+def _keyword_rows(query: str, exclude: str | None, *, condition: str, policed: bool) -> str:
+    """The statement reading the keyword side's rows (``_KEYWORD_ROWS``) for the parameters named
+    ``query`` and ``exclude``; ``policed``: the connection is bound by the spaces' policies."""
+    if policed:
+        return _KEYWORD_ROWS_POLICED.format(query=query, exclude=f"%({exclude})s" if exclude else "NULL")
+    exclusion = f" AND NOT search_vector @@ %({exclude})s::tsquery" if exclude else ""
+    return _KEYWORD_ROWS.format(table=Memory._meta.db_table, where=condition, query=query, exclusion=exclusion)
+
+
 _SCORED_SQL = """
 WITH {ctes}, fused AS (
     SELECT id, {base} AS base, bool_or(keyword) AS keyword FROM ({union}) ranked GROUP BY id
@@ -132,7 +145,8 @@ def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str
     planner's row estimates then see the value). ``space_ids``: the spaces searched (None: every
     space the connection's scope reads; the database's policies apply either way)."""
     where = ["status = 'active'"]
-    params: dict[str, Any] = {}
+    # The same filters as parameters, for the keyword side's function (``_KEYWORD_ROWS_POLICED``).
+    params: dict[str, Any] = {"spaces": None, "kind": memory_type, "level": tier, "tags": list(tags) if tags else None}
     if space_ids is not None:
         where.append("space_id = ANY(%(spaces)s::bigint[])")
         params["spaces"] = [int(i) for i in space_ids]
@@ -147,7 +161,6 @@ def _search_filters(*, memory_type: str | None, tier: str | None, tags: list[str
     if tags:
         # Containment: a memory must carry every tag asked for (flow.md#filters), read from the GIN index on tags.
         where.append("tags @> %(tags)s::varchar[]")
-        params["tags"] = list(tags)
     return " AND ".join(where), params
 
 
@@ -161,12 +174,13 @@ def _keyword_relevance(terms: int) -> str:
 
 
 def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0, tight: bool = False,
-               floor: bool = False) -> str:
+               floor: bool = False, policed: bool = True) -> str:
     """The ranking statement for ``mode`` over the rows matching ``condition``; ``keyword``
     says whether the query has keyword terms (without them hybrid ranks by the vector side),
     ``terms`` how many of them rank the matches, ``tight`` whether a tight query is tried first,
     ``floor`` whether rows below the ``floor`` parameter's similarity are dropped (unless the
-    keyword side found them)."""
+    keyword side found them), ``policed`` whether the connection is bound by the spaces' policies
+    (not in the hub's upkeep, ``core.spaces.maintenance``)."""
     table = Memory._meta.db_table
     factors = _FACTORS.format(alias="")
     ctes, lists = [], []
@@ -174,9 +188,13 @@ def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0, tigh
         ctes.append(_SEMANTIC_CTE.format(table=table, where=condition, factors=factors))
         lists.append("SELECT id, rank, false AS keyword FROM semantic")
     if mode in ("keyword", "hybrid") and keyword:
-        matches = (_KEYWORD_TIGHT_MATCHES if tight else _KEYWORD_MATCHES).format(table=table, where=condition)
         if tight:
-            ctes.append(_KEYWORD_TIGHT_CTE.format(table=table, where=condition))
+            ctes.append(_KEYWORD_TIGHT_CTE.format(tight=_keyword_rows("tight", None, condition=condition,
+                                                                      policed=policed)))
+            matches = _KEYWORD_TIGHT_MATCHES.format(plain=_keyword_rows("tsquery", "tight", condition=condition,
+                                                                        policed=policed))
+        else:
+            matches = _keyword_rows("tsquery", None, condition=condition, policed=policed)
         ctes.append(_KEYWORD_CTE.format(matches=matches, factors=factors, relevance=_keyword_relevance(terms)))
         lists.append("SELECT id, rank, true AS keyword FROM keyword")
     if mode == "semantic":
@@ -265,7 +283,7 @@ def memory_search(
     # pass them (flow.md#search-modes). Never fewer entries than the candidates wanted.
     ef = max(settings.ULTRON_SEARCH_EF, _candidates(limit))
     sql = search_sql(mode=mode, condition=condition, keyword=bool(tsquery), terms=len(terms.terms), tight=bool(tight),
-                     floor=floor is not None)
+                     floor=floor is not None, policed=not scope_current().maintenance)
     params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score,
                                 tight=tight))
     params["floor"] = floor

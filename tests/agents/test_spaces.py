@@ -165,6 +165,31 @@ def test_the_database_alone_keeps_every_table_apart(teams):
         assert Memory.objects.filter(pk=a_memory.pk).count() == 0
 
 
+def test_keyword_search_reads_only_the_sessions_spaces_even_as_the_owner(teams):
+    """The keyword side reads the GIN index through a function that runs as the tables' owner
+    (migration memories.0014): it must apply the read policy itself, from the session's scope,
+    whatever spaces its arguments name."""
+    from memories.selectors.search import memory_search
+    from memories.services.embedding_space import embed_texts
+
+    words = "the nightly flamegraph export times out on the profiler host"
+    in_a = _memory_in(teams["a"], f"team A: {words}")
+    in_b = _memory_in(teams["b"], f"team B: {words}")
+    vector = embed_texts(["flamegraph profiler"])[0]
+    with space_scope(read=[teams["b"].pk]):
+        for mode in ("keyword", "hybrid"):
+            hits = memory_search(vector=vector, text="flamegraph profiler", mode=mode, limit=10)
+            assert [h.id for h in hits] == [in_b.pk], mode
+        assert memory_search(vector=vector, text="flamegraph", mode="keyword", space_ids=[teams["a"].pk]) == []
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT id FROM memories_keyword_matches('flamegraph'::tsquery, NULL, 10, %s, NULL, NULL, NULL)",
+                           [[teams["a"].pk, teams["b"].pk]])
+            assert [row[0] for row in cursor.fetchall()] == [in_b.pk]
+    with space_scope(read=[teams["a"].pk, teams["b"].pk]):
+        hits = memory_search(vector=vector, text="flamegraph profiler", mode="keyword", limit=10)
+        assert {h.id for h in hits} == {in_a.pk, in_b.pk}
+
+
 def test_the_database_refuses_writes_outside_the_write_spaces(teams):
     a_memory = _memory_in(teams["a"], "team A: the release branch is cut on Thursdays")
     with space_scope(read=[teams["a"].pk, teams["b"].pk], write=[teams["b"].pk]):

@@ -24,6 +24,21 @@ def bulk(texts: list[str], seed: int) -> list[Memory]:
     ])
 
 
+@pytest.fixture(params=["owner", "hubs-role"])
+def reader(request):
+    """The keyword side read as the hub's upkeep does (the tables' owner, straight from the GIN
+    index) and as a served request does (the spaces' policies, through memories_keyword_matches)."""
+    from agents.selectors import space_or_shared
+    from core.spaces import space_scope
+
+    if request.param == "owner":
+        yield
+        return
+    shared = space_or_shared(None)
+    with space_scope(read=[shared], write=[shared]):
+        yield
+
+
 def query(counts: dict[str, int], rows: int = 100_000) -> keywords.QueryTerms:
     return keywords.QueryTerms(list(counts), counts, rows)
 
@@ -47,7 +62,7 @@ def test_over_the_cap_a_pair_must_hold_both_and_more_words_any_three_of_the_rare
     assert clauses[0] == "('w0' & 'w1' & 'w2')"
 
 
-def test_over_the_cap_the_memories_with_both_words_are_ranked(settings):
+def test_over_the_cap_the_memories_with_both_words_are_ranked(settings, reader):
     settings.ULTRON_SEARCH_KEYWORD_CAP = 50
     one_word = bulk([f"kubernetes note {i}" for i in range(60)] + [f"ingress note {i}" for i in range(60)], 0)
     both = bulk([f"kubernetes ingress note {i}" for i in range(45)], 1000)
@@ -58,7 +73,7 @@ def test_over_the_cap_the_memories_with_both_words_are_ranked(settings):
     assert not {h.id for h in hits} & {m.pk for m in one_word}
 
 
-def test_too_few_tight_matches_fall_back_to_the_plain_query(settings):
+def test_too_few_tight_matches_fall_back_to_the_plain_query(settings, reader):
     settings.ULTRON_SEARCH_KEYWORD_CAP = 50
     one_word = bulk([f"kubernetes note {i}" for i in range(60)] + [f"ingress note {i}" for i in range(60)], 0)
     both = bulk([f"kubernetes ingress note {i}" for i in range(3)], 1000)
