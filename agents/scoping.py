@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import connection
 from rest_framework import permissions
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import PermissionDenied, ValidationError
 
 from agents.models import Role, Space
 from agents.selectors import SpaceAccess, space_access
@@ -48,6 +48,19 @@ def read_ids(access: SpaceAccess, slugs: list[str] | None) -> list[int]:
     if unknown:
         raise PermissionDenied(f"No space {', '.join(repr(s) for s in unknown)} that you may read.")
     return ids
+
+
+MAX_SPACES = 50
+
+
+def query_read_ids(request) -> list[int]:
+    """The spaces a GET covers: ``?spaces=`` (repeated, or slugs separated by commas; documented
+    by ``core.api_schema.SPACES_PARAM``) among those the caller reads, or all of them."""
+    slugs = [slug.strip() for value in request.query_params.getlist("spaces") for slug in value.split(",")
+             if slug.strip()]
+    if len(slugs) > MAX_SPACES or any(len(slug) > 50 for slug in slugs):
+        raise ValidationError({"spaces": [f"at most {MAX_SPACES} slugs of at most 50 characters"]})
+    return read_ids(api_access(request), slugs or None)
 
 
 def write_space(access: SpaceAccess, *, slug: str | None, default: Space | None) -> Space:

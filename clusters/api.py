@@ -18,10 +18,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agents.models import Role
-from agents.scoping import SpaceScope, api_access, in_space, read_ids
+from agents.scoping import SpaceScope, api_access, in_space, query_read_ids, read_ids
 from clusters import selectors, services
-from core.api_schema import error_responses
-from core.fields import SpaceSlugField, StrictCharField
+from core.api_schema import SPACES_PARAM, error_responses
+from core.fields import SpaceSlugField, StrictCharField, spaces_filter
 
 
 def _context(request: Request) -> dict[str, Any]:
@@ -29,8 +29,8 @@ def _context(request: Request) -> dict[str, Any]:
 
 
 def _space_ids(request: Request) -> list[int]:
-    """The spaces a read covers: ``?space=SLUG`` (repeatable) among the caller's, or all of them."""
-    return read_ids(api_access(request), request.query_params.getlist("space") or None)
+    """The spaces a read covers (``?spaces=``, ``SPACES_PARAM``)."""
+    return query_read_ids(request)
 
 
 class SkillSerializer(serializers.Serializer):
@@ -112,7 +112,7 @@ class ClusterListApi(APIView):
     class FilterSerializer(serializers.Serializer):
         min_size = serializers.IntegerField(min_value=1, max_value=2**31 - 1, default=1)
 
-    @extend_schema(operation_id="clusters_list", parameters=[FilterSerializer], responses={
+    @extend_schema(operation_id="clusters_list", parameters=[FilterSerializer, SPACES_PARAM], responses={
         200: inline_serializer("ClusterList", {"results": ClusterSummarySerializer(many=True)}),
         **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
@@ -124,7 +124,7 @@ class ClusterListApi(APIView):
 
 
 class ClusterDetailApi(APIView):
-    @extend_schema(responses={200: ClusterDetailSerializer, **error_responses(403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={200: ClusterDetailSerializer, **error_responses(403, 404)})
     def get(self, request: Request, cluster_id: int) -> Response:
         detail = selectors.cluster_detail(cluster_id=cluster_id, members_limit=200, space_ids=_space_ids(request))
         return Response(ClusterDetailSerializer(detail, context=_context(request)).data)
@@ -153,7 +153,7 @@ class ClusterCrystallizeApi(APIView):
 
 
 class SkillListApi(APIView):
-    @extend_schema(operation_id="skills_list", responses={200: inline_serializer("SkillList", {"results": SkillSerializer(many=True)}),
+    @extend_schema(operation_id="skills_list", parameters=[SPACES_PARAM], responses={200: inline_serializer("SkillList", {"results": SkillSerializer(many=True)}),
                               **error_responses(403)})
     def get(self, request: Request) -> Response:
         skills = selectors.skills_listed(include_unpublished=request.user.is_staff, limit=500,
@@ -162,7 +162,7 @@ class SkillListApi(APIView):
 
 
 class SkillDetailApi(APIView):
-    @extend_schema(responses={200: SkillDetailSerializer, **error_responses(403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={200: SkillDetailSerializer, **error_responses(403, 404)})
     def get(self, request: Request, slug: str) -> Response:
         skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff,
                                     space_ids=_space_ids(request))
@@ -170,7 +170,7 @@ class SkillDetailApi(APIView):
 
 
 class SkillVersionsApi(APIView):
-    @extend_schema(responses={
+    @extend_schema(parameters=[SPACES_PARAM], responses={
         200: inline_serializer("SkillVersions", {"slug": serializers.CharField(),
                                                  "versions": SkillVersionSerializer(many=True)}),
         **error_responses(403, 404)})
@@ -186,7 +186,8 @@ class SkillPublishApi(APIView):
 
     permission_classes = [IsAdminUser, SpaceScope]
 
-    @extend_schema(request=None, responses={200: SkillVersionSerializer, **error_responses(403, 404)})
+    @extend_schema(request=None, parameters=[SPACES_PARAM], responses={200: SkillVersionSerializer,
+                                                                       **error_responses(403, 404)})
     def post(self, request: Request, slug: str, version: int) -> Response:
         writable = [i for i in _space_ids(request) if api_access(request).can(i, Role.WRITER)]
         row = selectors.skill_version_get(slug=slug, version=version, space_ids=writable)
@@ -204,6 +205,7 @@ class SkillSearchApi(APIView):
     class InputSerializer(serializers.Serializer):
         query = StrictCharField(max_length=4000)
         limit = serializers.IntegerField(min_value=1, max_value=50, default=5)
+        spaces = spaces_filter()
 
     @extend_schema(request=InputSerializer, responses={
         200: inline_serializer("SkillSearchResults", {"results": SkillHitSerializer(many=True)}),
@@ -211,7 +213,8 @@ class SkillSearchApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        hits = services.skills_search(**data.validated_data, space_ids=_space_ids(request))
+        params = dict(data.validated_data)
+        hits = services.skills_search(**params, space_ids=read_ids(api_access(request), params.pop("spaces", None)))
         context = _context(request)
         return Response({"results": [{**SkillSerializer(skill, context=context).data,
                                       "similarity_score": round(similarity, 6)} for skill, similarity in hits]})

@@ -13,10 +13,10 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from agents.scoping import api_access, read_ids
+from agents.scoping import query_read_ids
 from clusters import selectors
 from clusters.skill_files import skill_package, skill_version_for_download
-from core.api_schema import error_responses
+from core.api_schema import SPACES_PARAM, error_responses
 
 if TYPE_CHECKING:  # annotations only: views hold no model classes
     from clusters.models import SkillVersion
@@ -31,7 +31,7 @@ class _Download(APIView):
     def version(self, request: Request, slug: str) -> SkillVersion:
         staff = bool(request.user and request.user.is_staff)
         skill = selectors.skill_get(slug=slug, include_unpublished=staff,
-                                    space_ids=read_ids(api_access(request), request.query_params.getlist("space") or None))
+                                    space_ids=query_read_ids(request))
         version = skill_version_for_download(skill, include_unpublished=staff)
         if version is None:
             raise NotFound(f"skill {slug!r} has no version to download")
@@ -45,7 +45,7 @@ _PACKAGE: dict[Any, OpenApiResponse] = {(200, "application/zip"): OpenApiRespons
 
 
 class SkillFileApi(_Download):
-    @extend_schema(responses={**_FILE, **error_responses(403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={**_FILE, **error_responses(403, 404)})
     def get(self, request: Request, slug: str) -> HttpResponse:
         version = self.version(request, slug)
         response = HttpResponse(version.body, content_type="text/markdown; charset=utf-8")
@@ -54,7 +54,7 @@ class SkillFileApi(_Download):
 
 
 class SkillPackageApi(_Download):
-    @extend_schema(responses={**_PACKAGE, **error_responses(403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={**_PACKAGE, **error_responses(403, 404)})
     def get(self, request: Request, slug: str) -> HttpResponse:
         version = self.version(request, slug)
         response = HttpResponse(skill_package(version), content_type="application/zip")

@@ -64,3 +64,10 @@ IDEMPOTENCY_KEY = OpenApiParameter(
                 "a repeat within a day answers what the first answered (header Idempotent-Replayed: true) "
                 "and changes nothing.")
 
+
+
+SPACES_PARAM = OpenApiParameter(
+    "spaces", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False, many=True, explode=True,
+    description="Only these spaces (slugs; repeat the parameter or separate them with commas). Default: every "
+                "space the caller may read. A space the caller may not read is refused (403) like one that "
+                "does not exist.")

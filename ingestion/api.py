@@ -23,9 +23,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.scoping import SpaceScope, api_access, api_write_target, in_space, read_ids
+from agents.scoping import (
+    SpaceScope,
+    api_access,
+    api_write_target,
+    in_space,
+    query_read_ids,
+    read_ids,
+)
 from core import errors
-from core.api_schema import IDEMPOTENCY_KEY, ErrorSerializer, error_responses
+from core.api_schema import IDEMPOTENCY_KEY, SPACES_PARAM, ErrorSerializer, error_responses
 from core.fields import StrictCharField
 from core.idempotency import IdempotentPost
 from core.parsers import JSONBodyParser
@@ -243,11 +250,9 @@ class TrajectoryExportApi(APIView):
         task_type = serializers.ChoiceField(choices=training.TASK_TYPES, required=False)
         since = serializers.DateTimeField(required=False, help_text="segments created at or after this "
                                                                      "(ISO 8601 date or date-time; UTC if no zone)")
-        space = serializers.ListField(child=serializers.CharField(max_length=50), required=False,
-                                      help_text="only these spaces (repeatable; default: every space you read)")
 
     @extend_schema(
-        parameters=[FilterSerializer],
+        parameters=[FilterSerializer, SPACES_PARAM],
         responses={(200, "application/x-ndjson"): OpenApiResponse(
             OpenApiTypes.STR, description='one JSON object per line: {"messages": [...]} in the OpenAI chat '
                                           "fine-tuning shape"),
@@ -257,16 +262,13 @@ class TrajectoryExportApi(APIView):
                       for media in ("application/json", "application/x-ndjson")}},
     )
     def get(self, request: Request) -> StreamingHttpResponse:
-        query: dict[str, Any] = request.query_params.dict()
-        if "space" in request.query_params:
-            query["space"] = request.query_params.getlist("space")
-        data = self.FilterSerializer(data=query)
+        data = self.FilterSerializer(data=request.query_params.dict())
         data.is_valid(raise_exception=True)
         params = data.validated_data
         lines = training.sft_lines(
             min_score=params.get("min_score", settings.ULTRON_SFT_MIN_SCORE),
             task_type=params.get("task_type"), since=params.get("since"),
-            space_ids=read_ids(api_access(request), params.get("space")),
+            space_ids=query_read_ids(request),
         )
         response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
         response["Content-Disposition"] = 'attachment; filename="training.jsonl"'

@@ -22,8 +22,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents.scoping import api_access, api_slugs, api_write_target, in_space, read_ids
-from core.api_schema import IDEMPOTENCY_KEY, error_responses
+from agents.scoping import (
+    api_access,
+    api_slugs,
+    api_write_target,
+    in_space,
+    query_read_ids,
+    read_ids,
+)
+from core.api_schema import IDEMPOTENCY_KEY, SPACES_PARAM, error_responses
 from core.fields import (
     SpaceSlugField,
     StrictCharField,
@@ -300,16 +307,9 @@ class MemoryStatsSerializer(serializers.Serializer):
 
 
 class MemoryStatsApi(APIView):
-    @extend_schema_serializer(component_name="MemoryStatsFilter")
-    class FilterSerializer(serializers.Serializer):
-        spaces = spaces_filter()
-
-    @extend_schema(parameters=[FilterSerializer], responses={200: MemoryStatsSerializer, **error_responses(400, 403)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={200: MemoryStatsSerializer, **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
-        data = self.FilterSerializer(data={"spaces": request.query_params.getlist("spaces")}
-                                     if "spaces" in request.query_params else {})
-        data.is_valid(raise_exception=True)
-        return Response(selectors.memory_stats(space_ids=read_ids(api_access(request), data.validated_data.get("spaces"))))
+        return Response(selectors.memory_stats(space_ids=query_read_ids(request)))
 
 
 class MemoryListApi(APIView):
@@ -322,7 +322,6 @@ class MemoryListApi(APIView):
         limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
         # Bounded: PostgreSQL's OFFSET is a bigint, and an overflowing one was a 500.
         offset = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
-        spaces = spaces_filter()
 
     @extend_schema_serializer(component_name="MemoryListItem")
     class OutputSerializer(serializers.Serializer):
@@ -336,19 +335,15 @@ class MemoryListApi(APIView):
         summary_l0 = serializers.CharField()
         created_at = serializers.DateTimeField()
 
-    @extend_schema(parameters=[FilterSerializer], responses={
+    @extend_schema(parameters=[FilterSerializer, SPACES_PARAM], responses={
         200: inline_serializer("MemoryPage", {"count": serializers.IntegerField(help_text="memories matching the filters"),
                                               "results": OutputSerializer(many=True)}),
         **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
-        query: dict[str, Any] = request.query_params.dict()
-        if "spaces" in request.query_params:
-            query["spaces"] = request.query_params.getlist("spaces")
-        data = self.FilterSerializer(data=query)
+        data = self.FilterSerializer(data=request.query_params.dict())
         data.is_valid(raise_exception=True)
-        params = dict(data.validated_data)
-        space_ids = read_ids(api_access(request), params.pop("spaces", None))
-        page = selectors.memory_page(curator=request.user.is_staff, space_ids=space_ids, **params)
+        page = selectors.memory_page(curator=request.user.is_staff, space_ids=query_read_ids(request),
+                                     **data.validated_data)
         return Response({"count": page.count, "results": self.OutputSerializer(
             page.items, many=True, context={"slugs": api_slugs(request)}).data})
 

@@ -158,8 +158,7 @@ def get_context(*, query: str = "", token_budget: int = 2000, memory_type: str |
 
 
 def stats(*, spaces: Iterable[str] | str | None = None) -> Operation[Stats]:
-    slugs = _spaces(spaces)
-    data = yield Request("GET", "/api/memories/stats", params={"spaces": slugs} if slugs else None)
+    data = yield Request("GET", "/api/memories/stats", params=_space_params(spaces))
     return Stats.from_api(data)
 
 
@@ -175,9 +174,9 @@ def _slug(slug: str) -> str:
 
 
 def _space_params(spaces: Iterable[str] | str | None) -> dict[str, Any] | None:
-    """Skills and clusters name the spaces they cover as ``?space=`` (repeated)."""
+    """A GET names the spaces it covers as ``?spaces=`` (repeated)."""
     slugs = _spaces(spaces)
-    return {"space": slugs} if slugs else None
+    return {"spaces": slugs} if slugs else None
 
 
 def list_skills(*, spaces: Iterable[str] | str | None = None) -> Operation[list[Skill]]:
@@ -191,8 +190,8 @@ def get_skill(slug: str, *, spaces: Iterable[str] | str | None = None) -> Operat
 
 
 def search_skills(*, query: str, limit: int = 5, spaces: Iterable[str] | str | None = None) -> Operation[list[Skill]]:
-    data = yield Request("POST", "/api/skills/search", json={"query": query, "limit": limit},
-                         params=_space_params(spaces))
+    data = yield Request("POST", "/api/skills/search", json=_clean({"query": query, "limit": limit,
+                                                                    "spaces": _spaces(spaces) or None}))
     return [Skill.from_api(s) for s in data["results"]]
 
 

@@ -252,7 +252,8 @@ def test_clusters_skills_and_jobs_of_another_space_are_missing(teams):
     assert api_b.get(reverse("skill-list")).json()["results"] == []
     assert api_b.get(reverse("skill-detail", args=["billing-jvm"])).status_code == 404
     assert api_b.get(reverse("skill-detail", args=["no-such-skill"])).status_code == 404  # the same answer
-    assert api_b.get(reverse("skill-list") + "?space=team-a").status_code == 403
+    assert api_b.get(reverse("skill-list") + "?spaces=team-a").status_code == 403
+    assert api_b.get(reverse("skill-list") + "?spaces=team-b,team-a").status_code == 403  # one of them is enough
     # Team A sees them, each saying its space.
     listed = teams["api_a"].get(reverse("cluster-list")).json()["results"]
     assert [(c["id"], c["space"]) for c in listed] == [(cluster.pk, "team-a")]
@@ -272,3 +273,27 @@ def test_export_of_one_space_holds_only_its_rows_and_import_goes_to_the_space_na
     call_command("import_memories", str(path), "--space", "team-c")
     moved = Memory.objects.get(pk=a_memory.pk)
     assert moved.space.slug == "team-c"
+    # Ids are kept: the same file cannot go to a third space while team-c holds its memory.
+    from agents.services import space_create as create
+    from ultron_site.portable.load import import_lines
+
+    with path.open() as stream:
+        report = import_lines(stream, space_id=create(slug="team-d").pk)
+    assert any("is in space 'team-c'" in reason for _, reason in report.bad), report.bad
+    assert not Memory.objects.filter(space__slug="team-d").exists()
+
+
+def test_every_read_names_its_spaces_the_same_way(teams):
+    """``spaces`` everywhere: repeated or comma-separated on a GET, a list in a JSON body."""
+    _memory_in(teams["a"], "team A: the canary deploy runs at noon")
+    shared_reader = agent_create(name="reads-both", spaces=[(teams["a"], Role.READER), (teams["b"], Role.READER)])
+    api = _client(shared_reader)
+    for query in ("?spaces=team-a&spaces=team-b", "?spaces=team-a,team-b", ""):
+        assert api.get(reverse("memory-list") + query).json()["count"] == 1, query
+    assert api.get(reverse("memory-list") + "?spaces=team-b").json()["count"] == 0
+    assert api.get(reverse("memory-stats") + "?spaces=team-b").json()["total"] == 0
+    for name in ("memory-list", "memory-stats", "cluster-list", "skill-list"):
+        response = api.get(reverse(name) + "?spaces=team-c")
+        assert response.status_code == 403 and "team-c" in response.json()["message"], name
+    assert api.post(reverse("skill-search"), {"query": "deploy", "spaces": ["team-c"]}, format="json").status_code == 403
+    assert api.get(reverse("memory-list") + "?spaces=" + ",".join(["x"] * 51)).status_code == 400
