@@ -54,7 +54,7 @@ def bench_database(keep: str | None = None):
     if keep:
         if keep == connection.settings_dict["NAME"] or not keep.startswith("bench_"):
             raise SystemExit("--keep-db must name a database starting with 'bench_' (not the hub's own)")
-        with connection.cursor() as cursor:
+        with maintenance(), connection.cursor() as cursor:  # the login role creates databases, never the hub's
             cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [keep])
             exists = cursor.fetchone() is not None
             if not exists:

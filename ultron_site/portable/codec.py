@@ -200,6 +200,7 @@ SKILL = {
     "slug": (_SLUG, True), "name": (_text, True), "description": (_text, False),
     "status": (_choice(*SkillStatus.values), True), "current_version": (_optional(_count), False),
     "source_cluster": (_optional(_count), False), "embedding": (_optional(_VECTOR), False),
+    "provenance": (_object, False),
     "created_at": (_time, True), "updated_at": (_time, True), "versions": (_versions, False),
 }
 SPECS = {"memory": MEMORY, "contribution": CONTRIBUTION, "candidate": CANDIDATE, "cluster": CLUSTER, "skill": SKILL}

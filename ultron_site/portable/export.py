@@ -114,6 +114,7 @@ def _skills() -> Iterator[dict]:
             "status": skill.status,
             "current_version": skill.current_version.version if skill.current_version else None,
             "source_cluster": skill.source_cluster_id, "embedding": vector_encode(skill.embedding),
+            "provenance": skill.provenance,
             "created_at": time_encode(skill.created_at), "updated_at": time_encode(skill.updated_at),
             "versions": [_plain({field: getattr(v, field) for field in _VERSION_FIELDS}) for v in versions],
         }

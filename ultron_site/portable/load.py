@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
+from agents.selectors import space_or_shared
 from clusters.models import ClusterMember
 from clusters.services import cluster_assign, skill_search_text
 from memories.models import EmbeddingSpace, Memory, MemoryContribution, Status
@@ -42,7 +43,7 @@ _EXTRA_TEXTS = {
     "contribution": (("provenance",),),
     "candidate": (("conflicts",),),
     "cluster": (("topic",), ("last_crystallization_reason",)),
-    "skill": (("name",), ("description",)),
+    "skill": (("name",), ("description",), ("provenance",)),
 }
 _VERSION_TEXTS = ("name", "description", "body", "reason", "quality", "verification")
 # Text the hub writes itself (cluster topics, skills) from memories already redacted: names are
@@ -230,12 +231,24 @@ class Importer:
         """The lines whose memory or contribution the hub does not hold yet; the others are
         counted as there without being redacted or embedded again (a repeated import is quick)."""
         ids = [line.data["id"] for line in lines if line.kind == "memory"]
-        held = set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True))
+        target = space_or_shared(self.ctx.space_id)
+        held, elsewhere = set(), {}
+        for pk, space_id, slug in Memory.objects.filter(pk__in=ids).values_list("pk", "space_id", "space__slug"):
+            if space_id == target:
+                held.add(pk)
+            else:
+                elsewhere[pk] = slug
         keys = [(line.data["memory"], line.data["created_at"]) for line in lines if line.kind == "contribution"]
         held_keys = set(MemoryContribution.objects.filter(memory_id__in=[k[0] for k in keys])
                         .values_list("memory_id", "created_at"))
         out = []
         for line in lines:
+            if line.kind == "memory" and line.data["id"] in elsewhere:
+                # Ids are kept on import: a memory another space holds cannot be restored into this one.
+                self.bad(line.number, f"memory: id: memory {line.data['id']} is in space {elsewhere[line.data['id']]!r}; "
+                                      "an import keeps ids, so it cannot go to another space too "
+                                      "(promote copies a memory across spaces)")
+                continue
             if (line.kind == "memory" and line.data["id"] in held) or (
                     line.kind == "contribution" and (line.data["memory"], line.data["created_at"]) in held_keys):
                 self.report.present[line.kind] += 1

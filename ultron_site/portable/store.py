@@ -194,7 +194,7 @@ def skill_store(line: Line, ctx: Context) -> str:
         result = skill_import(
             slug=d["slug"], name=d["name"], description=d.get("description", ""), status=d["status"],
             source_cluster_id=ctx.clusters.get(d.get("source_cluster", -1)), embedding=line.vector,
-            current_version=d.get("current_version"), versions=versions,
+            current_version=d.get("current_version"), versions=versions, provenance=d.get("provenance", {}),
             created_at=d["created_at"], updated_at=d["updated_at"], space_id=space_or_shared(ctx.space_id),
         )
     except SkillImportError as exc:  # the current version is none of the line's versions
