@@ -10,7 +10,7 @@ import markdown  # type: ignore[import-untyped, unused-ignore]  # mypy's cache f
 import nh3
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -20,13 +20,20 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
-from agents.admin_spaces import SpaceScopedAdmin
+from agents.admin_spaces import SpaceScopedAdmin, curated_spaces, page_spaces, space_choices
+from agents.selectors import spaces_listed
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
-from clusters.services import skill_version_publish, skill_version_reject
+from clusters.services import (
+    SkillPromoteError,
+    skill_promote,
+    skill_version_publish,
+    skill_version_reject,
+)
 from clusters.skill_files import skill_package, skill_version_for_download
 from clusters.tasks import crystallize_task
 from core.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ReadOnlyTabularInline
+from core.errors import FORBIDDEN, NOT_FOUND
 from core.queue import enqueue_on_commit
 
 
@@ -130,7 +137,8 @@ class KnowledgeClusterAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
         polls until the cluster records a newer result."""
         if not self.has_crystallize_permission(request):
             raise PermissionDenied
-        cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid", "direction"), pk=cluster_id)
+        cluster = get_object_or_404(KnowledgeCluster.objects.filter(space_id__in=page_spaces(request))
+                                    .defer("centroid", "direction"), pk=cluster_id)
         since = timezone.now().isoformat()  # before queueing: a quick worker may finish at once
         enqueue_on_commit(crystallize_task, cluster.pk)
         if request.htmx:
@@ -142,7 +150,8 @@ class KnowledgeClusterAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
     def crystallization_view(self, request: HtmxHttpRequest, cluster_id: int) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        cluster = get_object_or_404(KnowledgeCluster.objects.defer("centroid", "direction").select_related("skill"), pk=cluster_id)
+        cluster = get_object_or_404(KnowledgeCluster.objects.filter(space_id__in=page_spaces(request))
+                                    .defer("centroid", "direction").select_related("skill"), pk=cluster_id)
         context = _crystallization_context(cluster, request.GET.get("since"), self.has_crystallize_permission(request))
         if request.htmx:
             return TemplateResponse(request, "admin/clusters/_crystallization.html", context)
@@ -174,7 +183,10 @@ class SkillAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         skill = self.get_object(request, object_id)
-        extra: dict = {"can_publish": self.has_publish_permission(request)}
+        extra: dict = {"can_publish": self.has_publish_permission(request),
+                       # the space panel: a published skill may be promoted to another curated space
+                       "can_promote": self.has_publish_permission(request),
+                       "promote_spaces": space_choices(request, curated_spaces(request))}
         if skill is not None:
             versions = list(skill.versions.order_by("-version"))
             current = next((v for v in versions if v.pk == skill.current_version_id), versions[0] if versions else None)
@@ -205,6 +217,8 @@ class SkillAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
                  name="clusters_skill_package"),
             path("version/<int:version_id>/<str:action>/", self.admin_site.admin_view(require_POST(self.version_view)),
                  name="clusters_skill_version"),
+            path("<int:skill_id>/promote/", self.admin_site.admin_view(require_POST(self.promote_view)),
+                 name="clusters_skill_promote"),
             *super().get_urls(),
         ]
 
@@ -212,7 +226,8 @@ class SkillAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
         """Publish (also a rollback to an older version) or reject one version."""
         if not self.has_publish_permission(request):
             raise PermissionDenied
-        version = get_object_or_404(SkillVersion, pk=version_id)
+        # A version of another space's skill is missing, as one that never existed.
+        version = get_object_or_404(SkillVersion.objects.filter(space_id__in=page_spaces(request)), pk=version_id)
         if action == "publish":
             skill_version_publish(version_id=version.pk)
             messages.success(request, f"Version {version.version} is published.")
@@ -224,10 +239,37 @@ class SkillAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
             raise PermissionDenied(f"unknown action {action!r}")
         return HttpResponseRedirect(reverse("admin:clusters_skill_change", args=[version.skill_id]))
 
+    def promote_view(self, request: HttpRequest, skill_id: int) -> HttpResponse:
+        """POST ``space`` (an id): copy the published skill there, then back to the skill's page."""
+        if not self.has_publish_permission(request):
+            raise PermissionDenied
+        skill = self.get_object(request, str(skill_id))
+        if skill is None:  # another space's skill is missing here, like one that never existed
+            raise Http404
+        value = request.POST.get("space", "").strip()
+        found = spaces_listed(ids=[int(value)]) if value.isdigit() else []
+        if not found:
+            raise PermissionDenied("You do not curate that space.")
+        back = HttpResponseRedirect(reverse("admin:clusters_skill_change", args=[skill.pk]))
+        try:
+            promoted = skill_promote(skill_id=skill.pk, target=found[0], user=request.user)
+        except SkillPromoteError as exc:
+            if exc.code == NOT_FOUND:
+                raise Http404 from None
+            if exc.code == FORBIDDEN:
+                raise PermissionDenied(exc.message) from None
+            messages.error(request, exc.message)
+            return back
+        url = reverse("admin:clusters_skill_change", args=[promoted.skill.pk])
+        what = "the copy" if promoted.created else f"version {promoted.version.version} of the copy"
+        messages.success(request, format_html('Promoted to space {}: <a class="hub-link" href="{}">{}</a>.',
+                                              found[0].slug, url, what))
+        return back
+
     def _download_version(self, request: HttpRequest, skill_id: int) -> SkillVersion:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        skill = get_object_or_404(Skill.objects.select_related("current_version").defer("embedding"), pk=skill_id)
+        skill = get_object_or_404(self.get_queryset(request).select_related("current_version"), pk=skill_id)
         version = skill_version_for_download(skill, include_unpublished=True)
         if version is None:
             raise PermissionDenied("this skill has no version yet")

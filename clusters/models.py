@@ -91,6 +91,8 @@ class Skill(models.Model):
     source_cluster = models.ForeignKey(KnowledgeCluster, null=True, blank=True, on_delete=models.SET_NULL,
                                        related_name="skills_made")
     embedding = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS, null=True, blank=True)
+    provenance = models.JSONField(default=dict, blank=True,
+                                  help_text="where a promoted copy came from: promoted_from {space, skill, version, by, at}")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -19,8 +19,9 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from agents.admin_spaces import SpaceScopedAdmin
+from agents.admin_spaces import SpaceScopedAdmin, page_space_chosen, page_spaces, space_choices
 from agents.models import Agent
+from agents.scoping import in_space
 from core.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ViewerLinks, linked
 from ingestion.formats import ACCEPTED
 from ingestion.models import IngestJob, RawUpload, SegmentMemory, SessionRecord, TaskSegment
@@ -73,6 +74,9 @@ class IngestForm(forms.Form):
         queryset=Agent.objects.order_by("name"), help_text="The agent whose sessions these are.",
         error_messages={"required": "Choose the agent whose sessions these are.",
                         "invalid_choice": "That agent no longer exists: choose another."})
+    space = forms.TypedChoiceField(coerce=int, required=False, empty_value=None,
+                                   help_text="The space the sessions and their memories go to.",
+                                   error_messages={"invalid_choice": "Choose one of your spaces."})
     session_files = SessionFilesField(label="Session files", help_text=(
         "One or more session files (.jsonl, .json, .traj, .md): Claude Code, Codex CLI, Gemini CLI, "
         "OpenHands, SWE-agent, Aider and OpenAI / Anthropic chat logs; the format is read from the content."))
@@ -115,13 +119,23 @@ class IngestJobAdmin(SpaceScopedAdmin, ViewerLinks, ReadOnlyAdmin):
         the work itself is queued and the job page shows it."""
         if not request.user.has_perm("ingestion.upload_sessions"):
             raise PermissionDenied
-        form = IngestForm(request.POST or None, request.FILES or None, initial={"agent": _agent_default()})
+        spaces = space_choices(request, page_spaces(request))  # the spaces the person's pages write to
+        form = IngestForm(request.POST or None, request.FILES or None,
+                          initial={"agent": _agent_default(), "space": page_space_chosen(request)})
         form.fields["agent"].widget.attrs["required"] = False  # the form says what is missing, not the browser
+        form.fields["space"].choices = [(s["id"], s["slug"]) for s in spaces]  # type: ignore[attr-defined]  # a ChoiceField
+        if request.method == "POST" and form.is_valid() and form.cleaned_data["space"] is None:
+            if len(spaces) == 1:  # nothing to choose
+                form.cleaned_data["space"] = spaces[0]["id"]
+            else:
+                form.add_error("space", "Choose the space the sessions go to.")
         if request.method == "POST" and form.is_valid():
             # Read only once the form has checked names and sizes (uploads_check): a refused upload costs no memory.
             files = [(upload.name, upload.read()) for upload in form.cleaned_data["session_files"]]
             try:
-                job, results = files_ingest(agent=form.cleaned_data["agent"], files=files)
+                with in_space(form.cleaned_data["space"]):  # that space only, whatever else the pages cover
+                    job, results = files_ingest(agent=form.cleaned_data["agent"], files=files,
+                                                space=form.cleaned_data["space"])
             except IngestError as exc:
                 form.add_error("session_files", str(exc))
             else:
@@ -135,7 +149,7 @@ class IngestJobAdmin(SpaceScopedAdmin, ViewerLinks, ReadOnlyAdmin):
     def progress_view(self, request: HtmxHttpRequest, job_id: Any) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        job = get_object_or_404(IngestJob, pk=job_id)
+        job = get_object_or_404(IngestJob.objects.filter(space_id__in=page_spaces(request)), pk=job_id)
         context = _progress_context(job)
         if request.htmx:
             return TemplateResponse(request, "admin/ingestion/_job_progress.html", context)
@@ -256,7 +270,8 @@ class TaskSegmentAdmin(SpaceScopedAdmin, RetryWork):
     def conversation_view(self, request: HtmxHttpRequest, segment_id: int) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        segment = get_object_or_404(TaskSegment.objects.only("pk", "messages", "index", "session_id"), pk=segment_id)
+        segment = get_object_or_404(TaskSegment.objects.filter(space_id__in=page_spaces(request))
+                                    .only("pk", "messages", "index", "session_id"), pk=segment_id)
         context = {**self.admin_site.each_context(request), "messages": segment.messages, "segment": segment,
                    "title": f"Segment {segment.pk}: conversation", "opts": self.opts}
         template = "admin/ingestion/_conversation.html" if request.htmx else "admin/ingestion/conversation.html"
@@ -293,7 +308,7 @@ class RawUploadAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
         is logged. The original bytes a redacted row's pipeline spool still holds are never served."""
         if not request.user.has_perm("ingestion.download_rawupload"):
             raise PermissionDenied
-        raw = get_object_or_404(RawUpload, pk=raw_id)
+        raw = get_object_or_404(RawUpload.objects.filter(space_id__in=page_spaces(request)), pk=raw_id)
         if raw.content is None:
             why = ("its redacted text is written when its session is segmented: try again later"
                    if raw.metadata.get("archive") == "pending" else "it was larger than the archive limit when it came")

@@ -341,7 +341,7 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
     def similar_view(self, request: HtmxHttpRequest, memory_id: Any) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        memory = get_object_or_404(Memory.objects.only("pk", "embedding"), pk=memory_id)
+        memory = get_object_or_404(self.get_queryset(request).only("pk", "embedding"), pk=memory_id)
         context = {**self.admin_site.each_context(request), "memory": memory,
                    "neighbours": memory_neighbours(memory_id=memory.pk, limit=5),
                    "title": "Similar memories", "opts": self.opts}

@@ -5,6 +5,7 @@
 - ``repair``: the pipeline's bounded repair of order effects (merge close clusters, move misfits);
 - ``crystallize``: skills written from clusters, checked, published or rejected;
 - ``search``: skill search for agents, and the text a skill is embedded as;
+- ``promote``: a published skill copied to another space by a curator of both;
 - ``portable``: what an import of a portable export writes back (clusters with their members,
   skills with their versions, a cluster's skill).
 """
@@ -34,6 +35,7 @@ from clusters.services.portable import (
     cluster_skill_link,
     skill_import,
 )
+from clusters.services.promote import SkillPromoted, SkillPromoteError, skill_promote
 from clusters.services.rebuild import (
     cluster_relabel,
     clusters_rebuild,
@@ -47,6 +49,8 @@ __all__ = [
     "ClusterImported",
     "MemberImport",
     "SkillImported",
+    "SkillPromoteError",
+    "SkillPromoted",
     "SkillImportError",
     "SkillVersionImport",
     "cluster_assign",
@@ -65,6 +69,7 @@ __all__ = [
     "crystallization_step",
     "skill_import",
     "skill_search_text",
+    "skill_promote",
     "skill_version_publish",
     "skill_version_reject",
     "skills_reembed",

@@ -199,6 +199,7 @@ def skill_import(
     created_at: datetime,
     updated_at: datetime,
     space_id: int | None = None,
+    provenance: dict | None = None,
 ) -> SkillImported:
     """Store a skill by its slug with its versions; a skill already here gains only the versions
     it lacks (its own fields, current version and times stay). Raises
@@ -212,7 +213,7 @@ def skill_import(
         if skill is None:
             skill = Skill.objects.create(
                 space_id=space_id, slug=slug[:50], name=name[:200], description=description, status=status,
-                source_cluster_id=source_cluster_id, embedding=embedding,
+                source_cluster_id=source_cluster_id, embedding=embedding, provenance=provenance or {},
             )
         have = set(skill.versions.values_list("version", flat=True))
         added = {v.version: _version_create(skill, v) for v in versions if v.version not in have}

@@ -192,6 +192,77 @@ def test_promoting_to_a_space_one_does_not_curate_is_refused(teams):
     assert refused.value.code == "permission_denied"
 
 
+def _published(skill: Skill, body: str) -> Skill:
+    from clusters.models import SkillStatus, SkillVersion
+
+    version = SkillVersion.objects.create(space_id=skill.space_id, skill=skill, version=1, name=skill.name,
+                                          description="how team A sizes the JVM heap", body=body,
+                                          memory_ids=[], status=SkillStatus.PUBLISHED)
+    skill.current_version, skill.status = version, SkillStatus.PUBLISHED
+    skill.save()
+    return skill
+
+
+def test_a_published_skill_is_promoted_with_its_provenance_and_a_draft_is_not(teams):
+    shared = Space.objects.get(slug="shared")
+    client = _login("cora", [(teams["a"], Role.CURATOR), (shared, Role.CURATOR)])
+    source = teams["rows_a"]["skill"]
+    promote = reverse("admin:clusters_skill_promote", args=[source.pk])
+    page = client.get(reverse("admin:clusters_skill_change", args=[source.pk])).content.decode()
+    assert 'id="promote-form"' not in page  # a draft has nothing to promote
+    response = client.post(promote, {"space": shared.pk}, follow=True)
+    assert "is not published" in response.content.decode()
+    assert not Skill.objects.filter(space=shared).exists()
+
+    _published(source, "# Skill of team a\n\nSet -Xmx to 75% of the pod limit.\n")
+    page = client.get(reverse("admin:clusters_skill_change", args=[source.pk])).content.decode()
+    assert 'id="promote-form"' in page and f'<option value="{shared.pk}">shared</option>' in page
+    response = client.post(promote, {"space": shared.pk}, follow=True)
+    assert "Promoted to space shared" in response.content.decode()
+    copy = Skill.objects.get(space=shared)
+    assert (copy.slug, copy.status, copy.current_version.body) == (
+        source.slug, "published", source.current_version.body)
+    assert copy.current_version.memory_ids == []  # team A's memories stay in team A
+    origin = copy.provenance["promoted_from"]
+    assert (origin["space"], origin["skill"], origin["version"], origin["by"]) == ("team-a", "skill-a", 1, "cora")
+    copy_page = client.get(reverse("admin:clusters_skill_change", args=[copy.pk])).content.decode()
+    assert "Promoted from space team-a (skill skill-a v1) by cora" in copy_page
+    # Promoted again: the copy gains a version; a skill of the target's own with that slug is refused.
+    response = client.post(promote, {"space": shared.pk}, follow=True)
+    assert "version 2 of the copy" in response.content.decode()
+    assert Skill.objects.get(space=shared).current_version.version == 2
+    other = teams["rows_b"]["skill"]
+    _published(other, "# Team B's skill\n")
+    both = _login("bert", [(teams["b"], Role.CURATOR), (teams["a"], Role.CURATOR)])
+    Skill.objects.filter(pk=source.pk).update(slug="skill-b")  # team A's skill now has team B's slug
+    response = both.post(promote, {"space": teams["b"].pk}, follow=True)
+    assert "already has a skill &#x27;skill-b&#x27; of its own" in response.content.decode()
+    # Another team's skill is missing for a curator of team A alone.
+    only_a = _login("ann", [(teams["a"], Role.CURATOR)])
+    assert only_a.post(reverse("admin:clusters_skill_promote", args=[other.pk]), {"space": teams["a"].pk}).status_code == 404
+
+
+def test_an_admin_uploads_sessions_into_the_space_chosen(teams, django_capture_on_commit_callbacks):
+    from tests.site.test_admin_pages import _session_file
+
+    client = _login("ada", [(teams["a"], Role.ADMIN), (teams["b"], Role.ADMIN)], role="admin")
+    url = reverse("admin:ingestion_ingestjob_upload")
+    page = client.get(url).content.decode()
+    assert f'<option value="{teams["a"].pk}">team-a</option>' in page and "shared</option>" not in page
+    agent = teams["rows_b"]["job"].agent
+    response = client.post(url, {"agent": agent.pk, "session_files": [_session_file("a.jsonl")]})
+    assert "Choose the space the sessions go to." in response.content.decode()  # two spaces: no guess
+    response = client.post(url, {"agent": agent.pk, "space": Space.objects.get(slug="shared").pk,
+                                 "session_files": [_session_file("a.jsonl")]})
+    assert "Choose one of your spaces." in response.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"agent": agent.pk, "space": teams["b"].pk,
+                                     "session_files": [_session_file("a.jsonl")]})
+    assert response.status_code == 302
+    uploaded = SessionRecord.objects.exclude(pk__in=[teams["rows_a"]["session"].pk, teams["rows_b"]["session"].pk])
+    assert [s.space_id for s in uploaded] == [teams["b"].pk]
+
+
 def test_spaces_pages_are_for_hub_wide_admins(teams):
     boss = get_user_model().objects.create_superuser("boss", password="a-long-password-for-boss-1")
     client = Client()
