@@ -99,9 +99,9 @@ class Memory(models.Model):
             # The exact-duplicate check reads active memories by hash (selectors.duplicates).
             models.Index(fields=["content_hash"], name="memory_hash_active", condition=Q(status="active")),
             # No pending list on the GIN indexes (migration 0009): every search would read it whole.
+            # The full-text index, memory_fts_space_active, is on an expression of the words and
+            # the space (migration 0015), made and described there.
             GinIndex(fields=["tags"], name="memory_tags_gin", fastupdate=False),
-            GinIndex(fields=["search_vector"], name="memory_fts_active", condition=Q(status="active"),
-                     fastupdate=False),
             # No index on tier, hit_count or last_hit_at, on purpose: with none of them indexed and
             # the table's fillfactor at 50 (migration 0004), the hit counters and the tier
             # rebalance update rows in place (HOT), instead of re-inserting every touched row into

@@ -93,6 +93,6 @@ def test_the_gin_indexes_keep_no_pending_list():
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN ('memory_fts_active', 'memory_tags_gin')")
+        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN ('memory_fts_space_active', 'memory_tags_gin')")
         options = dict(cursor.fetchall())
-    assert options == {"memory_fts_active": ["fastupdate=off"], "memory_tags_gin": ["fastupdate=off"]}
+    assert options == {"memory_fts_space_active": ["fastupdate=off"], "memory_tags_gin": ["fastupdate=off"]}
