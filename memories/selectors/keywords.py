@@ -32,6 +32,10 @@ class QueryTerms:
     terms: list[str]
     counts: dict[str, int] = field(default_factory=dict)
     rows: int = 0
+    # How many memories the whole hub holds for each one the searched spaces hold (at least 1):
+    # the full-text index's posting lists are the hub's, so a word in a fifth of a small space's
+    # memories may be in thousands of the hub's (the index's work), if the spaces speak alike.
+    hub_scale: float = 1.0
 
     def count(self, term: str) -> int:
         return self.counts.get(term, 0)
@@ -45,7 +49,10 @@ WITH query AS (
 ), wanted AS (
     SELECT lexeme, position FROM query UNION ALL SELECT '', NULL
 )
-SELECT w.lexeme, COALESCE(sum(c.memories), 0), count(c.id)
+SELECT w.lexeme, COALESCE(sum(c.memories), 0), count(c.id),
+       -- the hub's active memories as the planner's statistics have them: the full-text index
+       -- (migration 0015) holds one entry each; no row of any space is read
+       (SELECT reltuples FROM pg_class WHERE relname = 'memory_fts_space_active')
 FROM wanted w LEFT JOIN {LexemeCount._meta.db_table} c ON c.lexeme = w.lexeme
 GROUP BY w.lexeme, w.position
 ORDER BY w.position NULLS FIRST
@@ -63,12 +70,14 @@ def query_terms(text: str, *, limit: int = 10) -> QueryTerms:
         # cut alike.
         cursor.execute(_TERMS_SQL, {"text": text[:4000], "stop": _EXTRA_STOPWORDS, "limit": limit})
         rows = cursor.fetchall()
-    spread = [lexeme for lexeme, _, pieces in rows if pieces > COMPACT_PIECES]
+    spread = [lexeme for lexeme, _, pieces, _ in rows if pieces > COMPACT_PIECES]
     if spread:
         lexeme_counts_compact(spread)
-    total = next((int(count) for lexeme, count, _ in rows if lexeme == ""), 0)
-    terms = [(lexeme, int(count)) for lexeme, count, _ in rows if lexeme != ""]
-    return QueryTerms([term for term, _ in terms], dict(terms), total)
+    total = next((int(count) for lexeme, count, _, _ in rows if lexeme == ""), 0)
+    terms = [(lexeme, int(count)) for lexeme, count, _, _ in rows if lexeme != ""]
+    table_rows = float(rows[0][3] or 0) if rows else 0.0  # -1 before the table's first ANALYZE
+    scale = max(1.0, table_rows / total) if total > 0 and table_rows > 0 else 1.0
+    return QueryTerms([term for term, _ in terms], dict(terms), total, scale)
 
 
 def lexeme_counts_compact(lexemes: list[str] | None = None) -> int:
@@ -115,7 +124,8 @@ def selective_terms(query: QueryTerms) -> list[str]:
     """The terms that select keyword matches: those in at most ULTRON_SEARCH_KEYWORD_COMMON_ROWS
     memories; if fewer than two are, the rarest two. The rest still count in the ranking."""
     terms = query.terms
-    limit = settings.ULTRON_SEARCH_KEYWORD_COMMON_ROWS
+    # Counted as the index reads them: over the whole hub, where the searched spaces are part of it.
+    limit = settings.ULTRON_SEARCH_KEYWORD_COMMON_ROWS / query.hub_scale
     rare = [term for term in terms if query.count(term) <= limit]
     if len(rare) >= 2 or len(terms) <= 2:
         return rare or terms
