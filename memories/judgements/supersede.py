@@ -1,0 +1,164 @@
+"""Judgement: does a new memory replace an older one on the same subject? (docs/flow.md#supersession)
+
+Knowledge changes: "we moved from poetry to uv", "the API is now v3", "stop squashing PRs". The
+new memory then *supersedes* the old one, which keeps its text and history but is no longer
+served as current. The hub decides alone only when the texts say which one is current:
+
+- ``explicit``: the new text says it changed — "no longer", "instead of", "moved from … to",
+  "replaced by", "deprecated", "is now", "不再", "改为" … — and the old text does not say so
+  already (two texts that both say "use X instead of Y" are the same advice);
+- ``version``: the same name carries a higher version in the new text ("numpy 1.26" →
+  "numpy 2.1"), and no name a lower one;
+- ``date``: the new text names a later date than any the old one names, and they disagree on a
+  detail (``details_conflicts``).
+
+Two memories on one subject that disagree with nothing saying which is current (two agents, the
+same week, opposite advice) are a ``conflict``: a curator decides, the hub does not guess. Pairs
+that agree, or whose difference is a detail added, are ``none``: the duplicate check handles them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memories.judgements.same_subject import _FUNCTION_WORDS, _negations, details_conflicts
+
+SUPERSEDES, CONFLICT, NONE = "supersedes", "conflict", "none"
+
+# Words that say a fact changed. Matched on the new text; a cue the old text holds too says
+# nothing about their order.
+_CUES_EN = re.compile(
+    r"\b(?:no longer|not any ?more|any ?more|instead of|in place of|rather than|replaced (?:by|with)|"
+    r"replaces|has replaced|superseded|supersedes|switched (?:from|to|over)|switch(?:ed)? back|"
+    r"moved (?:from|to|off|over|away)|migrated (?:from|to|off|away)|moving (?:from|to|off)|"
+    r"upgraded (?:from|to)|bumped (?:from|to)|downgraded|rolled back|reverted|deprecated|"
+    r"(?:was|were|has been|have been|got) (?:removed|dropped|retired|renamed|replaced|changed)|"
+    r"renamed|is now|are now|now (?:uses?|runs?|lives?|requires?|needs?|points?|defaults?|goes|sits)|"
+    r"(?<!to )stop (?:using|running|doing|calling|setting|\w+ing)|don'?t (?:\w+ )?any ?more|"
+    r"changed (?:from|to)|(?:as of|since|starting|from) (?:v?\d|version|release|today|now|\w+ \d{4}|\d{4}))",
+    re.IGNORECASE,
+)
+_CUES_ZH = re.compile(r"现在|目前改|不再|改为|改成|改用|换成|换为|替换|替代|取代|升级到|升级为|升级至|迁移到|迁移至|"
+                      r"迁到|弃用|废弃|已移除|已删除|已下线|停止使用|不要再|从.{1,20}?(?:改|换|迁|升级)")
+
+# A name followed by its version: "numpy 1.26", "Node 20", "python3.12", "v2 API" is not one
+# (the version comes first); "Postgres 16" and "psql 17" are two names.
+_VERSIONED = re.compile(r"\b([a-z][a-z0-9_+\-]*?)[ @=:/-]?v?(\d+(?:\.\d+){0,3})\b", re.IGNORECASE)
+_API_VERSION = re.compile(r"\b(v)(\d+)\b", re.IGNORECASE)
+_DATE = re.compile(
+    r"\b(20\d{2})-(0[1-9]|1[0-2])(?:-(\d{2}))?\b|"
+    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?:\d{1,2},? )?(20\d{2})\b|"
+    r"\b(20\d{2})年(\d{1,2})月",
+    re.IGNORECASE,
+)
+_MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
+                                       "dec"), start=1)}
+
+
+# Words of an old text that already steers away from something.
+_CONTRAST = re.compile(r"\b(?:avoid|never|instead|rather|prefer)\b|避免|不要|别用|而不是", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ChangeVerdict:
+    """``kind``: supersedes | conflict | none; ``order``: what says the new one is current
+    (explicit | version | date), or none; ``evidence``: for a person, what was seen."""
+
+    kind: str
+    order: str = "none"
+    evidence: str = ""
+
+
+def change_cue(text: str) -> str | None:
+    """The first words in ``text`` that say something changed, or None."""
+    found = _CUES_EN.search(text) or _CUES_ZH.search(text)
+    return found.group(0) if found else None
+
+
+# Words a number follows that make it a quantity or a setting, not a version ("port 6380",
+# "after 10 minutes", "limit is 88"), besides the function words.
+_NOT_PRODUCTS = _FUNCTION_WORDS | frozenset("""v version ver port ports timeout timeouts ttl limit limits size max min
+retries retry workers worker threads thread replicas replica lines line chars characters seconds second minutes minute
+hours hour days day weeks week months month mb gb kb ms s m h d x step steps level levels code exit status after
+before every each per about around over under up down than top page pages row rows item items times attempt attempts
+width height length count number""".split())
+
+
+def _versions(text: str) -> dict[str, tuple[int, ...]]:
+    """Each product name with the version it carries: "numpy 1.26", "Jest 29", "actions/checkout@v4".
+    A whole number is a version only below 100 ("Node 20"; "port 5432" is no version)."""
+    found: dict[str, tuple[int, ...]] = {}
+    for pattern in (_VERSIONED, _API_VERSION):
+        for name, number in pattern.findall(text):
+            key = name.lower().rstrip("-_")
+            if pattern is _VERSIONED and key in _NOT_PRODUCTS:
+                continue
+            parts = tuple(int(part) for part in number.split("."))
+            if len(parts) == 1 and parts[0] >= 100:
+                continue
+            found.setdefault(key, parts)
+    return found
+
+
+def version_order(old: str, new: str) -> str | None:
+    """"numpy 1.26 → 2.1" when a name the two texts share carries a higher version in the new
+    one and none carries a lower; None otherwise."""
+    before, after = _versions(old), _versions(new)
+    raised, lowered = [], []
+    for name in before.keys() & after.keys():
+        if after[name] > before[name]:
+            raised.append(f"{name} {'.'.join(map(str, before[name]))} → {'.'.join(map(str, after[name]))}")
+        elif after[name] < before[name]:
+            lowered.append(name)
+    return raised[0] if raised and not lowered else None
+
+
+def _dates(text: str) -> list[tuple[int, int, int]]:
+    out = []
+    for match in _DATE.finditer(text):
+        iso_y, iso_m, iso_d, month, month_y, zh_y, zh_m = match.groups()
+        if iso_y:
+            out.append((int(iso_y), int(iso_m), int(iso_d or 1)))
+        elif month_y:
+            out.append((int(month_y), _MONTHS[month.lower()[:3]], 1))
+        else:
+            out.append((int(zh_y), int(zh_m), 1))
+    return out
+
+
+def date_order(old: str, new: str) -> str | None:
+    """The new text's latest date when it is later than every date the old one names."""
+    before, after = _dates(old), _dates(new)
+    if after and (not before or max(after) > max(before)):
+        return "-".join(f"{part:02d}" for part in max(after))
+    return None
+
+
+def change_decide(*, old: str, new: str, related: bool, close: bool) -> ChangeVerdict:
+    """Whether memory text ``new`` (uploaded after ``old``) supersedes it, conflicts with it, or
+    neither. ``related``: the two are on one topic (their similarity reaches the cluster
+    threshold): enough when the new text says in words that something changed. ``close``: they
+    are near-duplicates in wording (the soft duplicate threshold): needed for every other
+    signal, which compares details."""
+    if not related:
+        return ChangeVerdict(NONE)
+    conflicts = details_conflicts(old, new) if close else []
+    # An old text that already warns or contrasts ("don't call save() in a loop", "avoid
+    # utcnow", "not the old path") may state the very advice the new one gives with a change
+    # word ("… instead", "deprecated"): the order is not clear, a person decides.
+    if not change_cue(old) and not _negations(old) and not _CONTRAST.search(old):
+        cue = change_cue(new)
+        if cue:
+            return ChangeVerdict(SUPERSEDES, "explicit", f"the new memory says {cue!r}")
+        if not close:
+            return ChangeVerdict(NONE)
+        raised = version_order(old, new)
+        if raised and conflicts:
+            return ChangeVerdict(SUPERSEDES, "version", raised)
+        later = date_order(old, new)
+        if later and conflicts:
+            return ChangeVerdict(SUPERSEDES, "date", f"the new memory is dated {later}")
+    if conflicts:
+        return ChangeVerdict(CONFLICT, "none", "; ".join(conflicts))
+    return ChangeVerdict(NONE)
