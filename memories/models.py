@@ -33,6 +33,9 @@ class Tier(models.TextChoices):
 class Status(models.TextChoices):
     ACTIVE = "active", "Active"
     ARCHIVED = "archived", "Archived"
+    # Replaced by a newer memory on its subject (``superseded_by``): kept with its history, not
+    # served as current knowledge (docs/flow.md#supersession).
+    SUPERSEDED = "superseded", "Superseded"
 
 
 class Source(models.TextChoices):
@@ -79,6 +82,10 @@ class Memory(models.Model):
         default=dict, blank=True, help_text="What redaction removed from this memory's uploads, by tag."
     )
     archived_at = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="superseded_memories",
+                                      help_text="The newer memory that replaced this one.")
+    valid_until = models.DateTimeField(null=True, blank=True, help_text="When a newer memory replaced this one.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -244,6 +251,53 @@ class MemoryEdit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.editor}"
+
+
+class ChangeKind(models.TextChoices):
+    SUPERSESSION = "supersession", "Supersession"
+    CONFLICT = "conflict", "Conflict"
+
+
+class ChangeState(models.TextChoices):
+    OPEN = "open", "Waiting for a curator"
+    DONE = "done", "Decided"
+    UNDONE = "undone", "Undone"
+
+
+class KnowledgeChange(models.Model):
+    """A change of knowledge between two memories of a space (docs/flow.md#supersession):
+    ``new`` superseded ``old`` (decided by the hub, the LLM or a curator: ``decided_by``), or
+    the two disagree with nothing saying which is current (a conflict, open until a curator
+    decides). Every automatic supersession can be undone (``undone_by``)."""
+
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    kind = models.CharField(max_length=12, choices=ChangeKind.choices)
+    old = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes_as_old")
+    new = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes_as_new")
+    state = models.CharField(max_length=8, choices=ChangeState.choices)
+    order = models.CharField(max_length=10, blank=True,
+                             help_text="What said the new one is current: explicit, version, date, curator.")
+    evidence = models.TextField(blank=True, help_text="What was seen: the words, versions, dates or differing details.")
+    similarity = models.FloatField()
+    decided_by = models.CharField(max_length=150, blank=True, help_text="'hub', 'llm' or the curator's user name.")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.CharField(max_length=150, blank=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["old", "new"], name="knowledge_change_pair"),
+            models.CheckConstraint(condition=~Q(old=models.F("new")), name="knowledge_change_two"),
+            models.CheckConstraint(condition=Q(kind__in=ChangeKind.values), name="knowledge_change_kind"),
+            models.CheckConstraint(condition=Q(state__in=ChangeState.values), name="knowledge_change_state"),
+        ]
+        indexes = [models.Index(fields=["state", "-created_at"], name="knowledge_change_open",
+                                condition=Q(state="open"))]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.new_id} / {self.old_id} ({self.state})"
 
 
 class TierSnapshot(models.Model):

@@ -87,7 +87,8 @@ width height length count number""".split())
 
 def _versions(text: str) -> dict[str, tuple[int, ...]]:
     """Each product name with the version it carries: "numpy 1.26", "Jest 29", "actions/checkout@v4".
-    A whole number is a version only below 100 ("Node 20"; "port 5432" is no version)."""
+    A whole number is a version only after a name written with a capital (a product's name:
+    "Node 20", "Postgres 16"; "service 3" is an instance, "port 5432" a setting) and below 100."""
     found: dict[str, tuple[int, ...]] = {}
     for pattern in (_VERSIONED, _API_VERSION):
         for name, number in pattern.findall(text):
@@ -95,7 +96,7 @@ def _versions(text: str) -> dict[str, tuple[int, ...]]:
             if pattern is _VERSIONED and key in _NOT_PRODUCTS:
                 continue
             parts = tuple(int(part) for part in number.split("."))
-            if len(parts) == 1 and parts[0] >= 100:
+            if len(parts) == 1 and pattern is _VERSIONED and (parts[0] >= 100 or name.islower()):
                 continue
             found.setdefault(key, parts)
     return found

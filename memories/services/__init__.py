@@ -44,6 +44,13 @@ from memories.services.portable import (
 )
 from memories.services.promote import PromoteError, memory_promote
 from memories.services.recall import SearchOutcome, context_build, memories_read, memories_search
+from memories.services.supersede import (
+    ChangeError,
+    changes_check,
+    conflict_decide,
+    memory_supersede,
+    supersession_undo,
+)
 from memories.services.tiers import (
     DETAILS_HIT,
     SEARCH_HIT,
@@ -94,6 +101,11 @@ __all__ = [
     "memory_inputs_clean",
     "memory_merge_contributions",
     "memory_promote",
+    "memory_supersede",
+    "supersession_undo",
+    "conflict_decide",
+    "changes_check",
+    "ChangeError",
     "memory_restore",
     "memory_summarize",
     "memory_upload",

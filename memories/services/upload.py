@@ -24,6 +24,7 @@ from memories.judgements.prompts import llm_available
 from memories.judgements.same_subject import same_subject
 from memories.judgements.summarize import extractive_summaries
 from memories.models import (
+    KnowledgeChange,
     Memory,
     MemoryContribution,
     MemoryType,
@@ -43,6 +44,7 @@ from memories.services.inputs import (
     memory_inputs_clean,
     tags_normalise,
 )
+from memories.services.supersede import changes_check
 from memories.text import content_hash, embedding_text, memory_body
 
 
@@ -55,6 +57,9 @@ class UploadResult:
     redactions: Counter = field(default_factory=Counter)
     # A new memory that may duplicate another: the open merge candidates recorded for it.
     candidates: list[MergeCandidate] = field(default_factory=list)
+    # A new memory that replaced older ones, or contradicts them (docs/flow.md#supersession).
+    superseded: list[KnowledgeChange] = field(default_factory=list)
+    conflicts: list[KnowledgeChange] = field(default_factory=list)
 
     @property
     def candidate_of(self) -> Any:
@@ -183,11 +188,9 @@ def _funnel(
         with transaction.atomic():
             with connection.cursor() as cursor:
                 _upload_locks_take(cursor)
-            found = duplicate_decide(
-                body=body, neighbours=memory_duplicate_neighbours(body_hash=body_hash, vector=vector, space_id=space_id,
-                                                      scan_set=True),
-                verdicts=verdicts,
-            )
+            neighbours = memory_duplicate_neighbours(body_hash=body_hash, vector=vector, space_id=space_id,
+                                                     scan_set=True)
+            found = duplicate_decide(body=body, neighbours=neighbours, verdicts=verdicts)
             match = found[0] if found else None
             if match is not None and match.reason not in ("ask", "candidate"):
                 memory = _record_duplicate(match, clean, agent=agent, source=source, provenance=provenance)
@@ -198,12 +201,17 @@ def _funnel(
             if match is None or match.reason == "candidate":
                 result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
                                     provenance=provenance, space_id=space_id)
+                # Does the new memory replace or contradict one of its neighbours? A memory it
+                # replaced is no merge candidate: it is no longer current.
+                changes = changes_check(memory=result.memory, neighbours=neighbours)
+                result.superseded, result.conflicts = changes.superseded, changes.conflicts
+                replaced = {change.old_id for change in changes.superseded}
                 for pk, verdict in verdicts.items():
-                    if verdict is False:  # the LLM judged them distinct: kept as its decision
+                    if verdict is False and pk not in replaced:  # the LLM judged them distinct: kept as its decision
                         merge_candidate_record(memory=result.memory, match=asked[pk], llm_verdict=False)
                 result.candidates = [
                     merge_candidate_record(memory=result.memory, match=m, llm_verdict=verdicts.get(m.memory.pk))
-                    for m in found
+                    for m in found if m.memory.pk not in replaced
                 ]
                 # Clusters last: every writer takes the memory rows before the cluster row
                 # (a candidate's foreign key locks the memory it names), or an edit of that

@@ -1,0 +1,95 @@
+"""Knowledge that changes: an upload that says a fact changed supersedes the older memory (it
+leaves search and its cluster, keeps its history, and the change can be undone); two memories
+that disagree with nothing saying which is current wait for a curator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memories.judgements.supersede import change_decide, version_order
+from memories.models import ChangeKind, ChangeState, KnowledgeChange, Memory, MemoryEdit, Status
+from memories.services import conflict_decide, memory_upload, memories_search, supersession_undo
+
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+
+pytestmark = pytest.mark.django_db
+
+PAIRS = {row["id"]: row for row in map(json.loads, (DATA / "update_pairs.jsonl").read_text().splitlines())}
+
+
+def _upload(side: dict) -> Memory:
+    return memory_upload(content=side["content"], context=side.get("context", ""),
+                         resolution=side.get("resolution", ""), tags=side.get("tags")).memory
+
+
+def _search(query: str) -> list:
+    return [hit.id for hit in memories_search(query=query, limit=5).hits]
+
+
+def test_an_upload_that_says_it_changed_supersedes_the_old_memory_and_the_change_can_be_undone():
+    pair = PAIRS["dep-uv-01"]
+    old = _upload(pair["old"])
+    result = memory_upload(content=pair["new"]["content"], context=pair["new"]["context"],
+                           resolution=pair["new"]["resolution"], tags=pair["new"]["tags"])
+    new = result.memory
+    assert [c.old_id for c in result.superseded] == [old.pk]
+    old.refresh_from_db()
+    assert (old.status, old.superseded_by_id) == (Status.SUPERSEDED, new.pk) and old.valid_until is not None
+    change = KnowledgeChange.objects.get(old=old, new=new)
+    assert (change.kind, change.state, change.order, change.decided_by) == (
+        ChangeKind.SUPERSESSION, ChangeState.DONE, "explicit", "hub")
+    found = _search(pair["query"])
+    assert new.pk in found and old.pk not in found  # current knowledge only
+    assert MemoryEdit.objects.filter(memory=old, action="superseded", editor="hub").exists()
+
+    supersession_undo(change_id=change.pk, user="cora")
+    old.refresh_from_db()
+    assert (old.status, old.superseded_by_id, old.valid_until) == (Status.ACTIVE, None, None)
+    change.refresh_from_db()
+    assert (change.state, change.undone_by) == (ChangeState.UNDONE, "cora")
+    assert {new.pk, old.pk} <= set(_search(pair["query"]))
+    assert MemoryEdit.objects.filter(memory=old, action="unsuperseded", editor="cora").exists()
+
+
+def test_two_memories_that_disagree_with_no_order_wait_for_a_curator():
+    old = _upload({"content": "Run the integration tests against Redis 7 with the cluster mode disabled.",
+                   "context": "billing-api CI"})
+    result = memory_upload(content="Run the integration tests against Redis 7 with the cluster mode enabled.",
+                           context="billing-api CI")
+    assert result.superseded == [] and [c.old_id for c in result.conflicts] == [old.pk]
+    conflict = result.conflicts[0]
+    assert (conflict.kind, conflict.state) == (ChangeKind.CONFLICT, ChangeState.OPEN)
+    assert Memory.objects.filter(status=Status.ACTIVE).count() == 2  # the hub does not guess
+    conflict_decide(change_id=conflict.pk, decision="new", user="cora")
+    old.refresh_from_db()
+    assert (old.status, old.superseded_by_id) == (Status.SUPERSEDED, result.memory.pk)
+
+
+def test_a_more_detailed_version_of_the_same_advice_replaces_nothing():
+    _upload({"content": "Run the linters before pushing to main.", "context": "orbit repository"})
+    result = memory_upload(content="Run the linters (ruff and mypy) before pushing to main.",
+                           context="orbit repository")
+    assert result.superseded == [] and result.conflicts == []
+    assert Memory.objects.filter(status=Status.ACTIVE).count() == Memory.objects.count()
+
+
+def test_a_version_raised_on_a_shared_name_orders_the_pair_and_a_port_does_not():
+    assert version_order("pin numpy 1.26 in the image", "pin numpy 2.1 in the image") == "numpy 1.26 → 2.1"
+    assert version_order("postgres listens on port 5432", "postgres listens on port 6432") is None
+    assert version_order("Postgres 16 in production", "psql 17 on laptops connects fine") is None
+    verdict = change_decide(old="Use numpy 1.26 for the pricing model.", new="Use numpy 2.1 for the pricing model.",
+                            related=True, close=True)
+    assert (verdict.kind, verdict.order) == ("supersedes", "version")
+
+
+def test_the_judgement_on_the_held_out_pairs_decides_alone_only_when_right():
+    """The labelled pairs the rules were not written from (bench/updates.py prints the rest)."""
+    from bench.updates import figures, judge
+
+    rows = judge([row for row in PAIRS.values() if row["set"] == "heldout"])
+    found = figures(rows)
+    assert found["precision"] >= 0.97, found
+    assert found["recall"] >= 0.5, found
