@@ -11,7 +11,7 @@ import pytest
 
 from memories.judgements.supersede import change_decide, version_order
 from memories.models import ChangeKind, ChangeState, KnowledgeChange, Memory, MemoryEdit, Status
-from memories.services import conflict_decide, memory_upload, memories_search, supersession_undo
+from memories.services import conflict_decide, memories_search, memory_upload, supersession_undo
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 
