@@ -201,6 +201,11 @@ class SearchHitSerializer(serializers.Serializer):
     score = serializers.SerializerMethodField()
     overview_l1 = serializers.CharField(required=False)
     context = serializers.CharField(required=False)  # type: ignore[assignment]
+    supersedes = serializers.ListField(child=serializers.UUIDField(), help_text=(
+        "older memories this one replaced (knowledge that changed); empty for most"))
+    superseded_by = serializers.UUIDField(allow_null=True, help_text=(
+        "only with include_superseded: the memory that replaced this one (null for current knowledge)"))
+    valid_until = serializers.DateTimeField(allow_null=True, help_text="when this memory was replaced, if it was")
 
     def __init__(self, *args, detail_level: str = "l1", **kwargs):
         super().__init__(*args, **kwargs)
@@ -232,6 +237,8 @@ class MemorySearchApi(APIView):
         min_score = serializers.FloatField(required=False, default=0.0, min_value=-10.0, max_value=10.0)
         mode = serializers.ChoiceField(choices=list(selectors.SEARCH_MODES), required=False)
         spaces = spaces_filter()
+        include_superseded = serializers.BooleanField(default=False, help_text=(
+            "also return, right after each result, the older memories it replaced (history)"))
 
     @extend_schema(request=InputSerializer,
                    responses={200: SearchResponseSerializer, **error_responses(400, 403, 413, 503)})
@@ -262,6 +269,11 @@ class MemoryRecordSerializer(serializers.Serializer):
     summary_l0 = serializers.CharField()
     overview_l1 = serializers.CharField()
     merge_pending = serializers.BooleanField()
+    superseded_by = serializers.UUIDField(source="superseded_by_id", allow_null=True,
+                                          help_text="the newer memory that replaced this one (status superseded)")
+    valid_until = serializers.DateTimeField(allow_null=True)
+    supersedes = serializers.ListField(child=serializers.UUIDField(), default=list,
+                                       help_text="the older memories this one replaced")
     redactions = serializers.DictField(source="redaction_counts", child=serializers.IntegerField())
     agent = serializers.CharField(source="agent.name", allow_null=True, default=None)
     source = serializers.CharField()  # type: ignore[assignment]

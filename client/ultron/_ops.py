@@ -125,11 +125,11 @@ def upload_memories(memories: Sequence[Mapping[str, Any] | str], *,
 
 def search_memories(*, query: str, detail_level: str = "l1", limit: int = 10, memory_type: str | None = None,
                     tier: str | None = None, tags: Iterable[str] | None = None, mode: str | None = None,
-                    min_score: float | None = None,
-                    spaces: Iterable[str] | str | None = None) -> Operation[list[SearchResult]]:
+                    min_score: float | None = None, spaces: Iterable[str] | str | None = None,
+                    include_superseded: bool = False) -> Operation[list[SearchResult]]:
     body = _clean({"query": query, "detail_level": detail_level, "limit": limit, "memory_type": memory_type,
                    "tier": tier, "tags": _tags(tags), "mode": mode, "min_score": min_score,
-                   "spaces": _spaces(spaces)})
+                   "spaces": _spaces(spaces), "include_superseded": include_superseded or None})
     data = yield Request("POST", "/api/memories/search", json=body)
     return [SearchResult.from_api(hit) for hit in data["results"]]
 

@@ -129,10 +129,12 @@ class Ultron(_Base):
     def search_memories(self, query: str, detail_level: str = "l1", limit: int = 10, *,
                         memory_type: str | None = None, tier: str | None = None,
                         tags: Iterable[str] | None = None, mode: str | None = None,
-                        min_score: float | None = None, spaces: Spaces = None) -> list[SearchResult]:
+                        min_score: float | None = None, spaces: Spaces = None,
+                        include_superseded: bool = False) -> list[SearchResult]:
         return self._run(_ops.search_memories(query=query, detail_level=detail_level, limit=limit,
                                               memory_type=memory_type, tier=tier, tags=tags, mode=mode,
-                                              min_score=min_score, spaces=self._read(spaces)))
+                                              min_score=min_score, spaces=self._read(spaces),
+                                              include_superseded=include_superseded))
 
     def get_memory_details(self, ids: Sequence[str]) -> MemoryList:
         return self._run(_ops.get_memory_details(ids))
@@ -226,10 +228,12 @@ class AsyncUltron(_Base):
     async def search_memories(self, query: str, detail_level: str = "l1", limit: int = 10, *,
                               memory_type: str | None = None, tier: str | None = None,
                               tags: Iterable[str] | None = None, mode: str | None = None,
-                              min_score: float | None = None, spaces: Spaces = None) -> list[SearchResult]:
+                              min_score: float | None = None, spaces: Spaces = None,
+                              include_superseded: bool = False) -> list[SearchResult]:
         return await self._run(_ops.search_memories(query=query, detail_level=detail_level, limit=limit,
                                                     memory_type=memory_type, tier=tier, tags=tags, mode=mode,
-                                                    min_score=min_score, spaces=self._read(spaces)))
+                                                    min_score=min_score, spaces=self._read(spaces),
+                                                    include_superseded=include_superseded))
 
     async def get_memory_details(self, ids: Sequence[str]) -> MemoryList:
         return await self._run(_ops.get_memory_details(ids))

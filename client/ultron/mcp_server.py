@@ -86,16 +86,20 @@ def build_server(url: str | None = None, token: str | None = None, space: str | 
         memory_type: Annotated[MemoryType | None, Field(description="only this type")] = None,
         tags: Annotated[list[str] | None, Field(description="only memories carrying all these tags")] = None,
         spaces: Annotated[list[str] | None, SPACES] = None,
+        include_superseded: Annotated[bool, Field(description=(
+            "also return the older memories each result replaced (history), right after it"))] = False,
     ) -> dict[str, Any]:
         try:
             results = await hub().search_memories(query, limit=limit, memory_type=memory_type, tags=tags,
-                                                   spaces=spaces)
+                                                   spaces=spaces, include_superseded=include_superseded)
         except UltronError as error:
             raise _tool_error(error) from error
         return {"results": [{"id": r.record.id, "space": r.record.space, "memory_type": r.record.memory_type,
                              "tier": r.record.tier,
                              "tags": r.record.tags, "summary": r.record.summary_l0,
                              "overview": r.record.overview_l1, "context": r.record.context,
+                             **({"supersedes": r.record.supersedes} if r.record.supersedes else {}),
+                             **({"superseded_by": r.record.superseded_by} if r.record.superseded_by else {}),
                              "similarity_score": r.similarity_score, "score": r.score} for r in results]}
 
     @server.tool(annotations=reading, description=(

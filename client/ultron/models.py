@@ -47,6 +47,11 @@ class MemoryRecord(Record):
     last_hit_at: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    # Knowledge that changed: the older memories this one replaced; for a replaced one (status
+    # "superseded", returned as history), the memory that replaced it and when.
+    supersedes: list[str] = field(default_factory=list)
+    superseded_by: str | None = None
+    valid_until: str | None = None
 
 
 class MemoryList(list[MemoryRecord]):
@@ -82,6 +87,10 @@ class SearchResult(Record):
                                 "hit_count": r.hit_count, "summary_l0": r.summary_l0}
         if r.overview_l1 or r.context:
             data.update(overview_l1=r.overview_l1, context=r.context)
+        if r.supersedes:
+            data["supersedes"] = r.supersedes
+        if r.superseded_by:
+            data.update(superseded_by=r.superseded_by, valid_until=r.valid_until)
         data.update(similarity_score=self.similarity_score, score=self.score)
         return data
 

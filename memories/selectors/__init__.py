@@ -18,7 +18,14 @@ from memories.selectors.keywords import (
     query_terms,
     selective_terms,
 )
-from memories.selectors.records import memory_details, memory_list, memory_page, memory_stats
+from memories.selectors.records import (
+    memories_superseded_by,
+    memory_details,
+    memory_history,
+    memory_list,
+    memory_page,
+    memory_stats,
+)
 from memories.selectors.review import merge_candidates_open
 from memories.selectors.search import SEARCH_MODES, SearchHit, memory_search, query_embedding_text
 from memories.selectors.space import (
@@ -28,6 +35,8 @@ from memories.selectors.space import (
 )
 
 __all__ = [
+    "memories_superseded_by",
+    "memory_history",
     "SEARCH_MODES",
     "AssembledContext",
     "ContextBlock",

@@ -19,14 +19,28 @@ def _in_spaces(queryset, space_ids: list[int] | None):
 
 
 def memory_details(*, ids: list[Any], space_ids: list[int] | None = None) -> list[Memory]:
-    """Full records of the active memories among ``ids`` in ``space_ids``, in the order asked."""
+    """Full records of the active (or superseded: history) memories among ``ids`` in
+    ``space_ids``, in the order asked, each with ``supersedes``: the ids it replaced."""
     found = {
         m.pk: m
         for m in _in_spaces(Memory.objects.defer(*LIST_FIELDS_DEFERRED)
                             .select_related("agent", "space")
-                            .filter(pk__in=ids, status=Status.ACTIVE), space_ids)
+                            .filter(pk__in=ids, status__in=[Status.ACTIVE, Status.SUPERSEDED]), space_ids)
     }
+    replaced = memories_superseded_by(ids=list(found))
+    for memory in found.values():
+        memory.supersedes = replaced.get(memory.pk, [])  # type: ignore[attr-defined]
     return [found[i] for i in ids if i in found]
+
+
+def memories_superseded_by(*, ids: list[Any]) -> dict[Any, list[Any]]:
+    """For each of ``ids``, the memories it superseded (newest replacement first): one query."""
+    out: dict[Any, list[Any]] = {}
+    rows = (Memory.objects.filter(superseded_by__in=ids, status=Status.SUPERSEDED)
+            .order_by("-valid_until").values_list("superseded_by", "pk"))
+    for new, old in rows:
+        out.setdefault(new, []).append(old)
+    return out
 
 
 def memory_stats(*, space_ids: list[int] | None = None) -> dict[str, Any]:
@@ -79,3 +93,18 @@ def memory_page(*, curator: bool, offset: int, limit: int, memory_type: str | No
         raise ApplicationError("only curators can list archived memories", field="status")
     queryset = memory_list(memory_type=memory_type, tier=tier, status=status, tag=tag, space_ids=space_ids)
     return page_of(queryset, offset=offset, limit=limit)
+
+
+def memory_history(*, memory_id: Any, depth: int = 5) -> list[Memory]:
+    """The memories ``memory_id`` replaced, and those they replaced, newest first (at most
+    ``depth`` steps back): what a search with ``include_superseded`` shows after it."""
+    out: list[Memory] = []
+    frontier = [memory_id]
+    for _ in range(depth):
+        rows = list(Memory.objects.defer("search_vector").filter(superseded_by__in=frontier, status=Status.SUPERSEDED)
+                    .order_by("-valid_until"))
+        if not rows:
+            break
+        out.extend(rows)
+        frontier = [row.pk for row in rows]
+    return out

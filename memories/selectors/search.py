@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -40,6 +40,11 @@ class SearchHit:
     last_hit_at: datetime | None
     created_at: datetime
     space_id: int = 0
+    # Knowledge that changed (docs/flow.md#supersession): the memories this one replaced; for a
+    # superseded memory returned as history (include_superseded), the one that replaced it.
+    supersedes: list[UUID] = field(default_factory=list)
+    superseded_by: UUID | None = None
+    valid_until: datetime | None = None
 
 
 SEARCH_MODES = ("semantic", "keyword", "hybrid")

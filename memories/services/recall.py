@@ -84,10 +84,13 @@ def memories_search(
     min_score: float = 0.0,
     mode: str | None = None,
     space_ids: list[int] | None = None,
+    include_superseded: bool = False,
 ) -> SearchOutcome:
     """Active memories for a query (redacted before it is embedded or matched), ranked, each
-    counted as hit; ``mode`` defaults to ``ULTRON_SEARCH_MODE``; ``space_ids``: the spaces
-    searched (None: all the connection's scope reads)."""
+    counted as hit and saying which memories it replaced (``supersedes``); ``mode`` defaults
+    to ``ULTRON_SEARCH_MODE``; ``space_ids``: the spaces searched (None: all the connection's
+    scope reads). ``include_superseded``: each hit is followed by the memories it replaced
+    (history: ``superseded_by`` set, not counted as hits), never placed above it."""
     mode = mode or settings.ULTRON_SEARCH_MODE
     text, vector = query_prepare(query)
     if vector is None:  # nothing to search for: the API refuses blank queries before this
@@ -97,8 +100,28 @@ def memories_search(
         min_score=min_score, mode=mode, text=text, floor=relevance_floor(), space_ids=space_ids,
     )
     memory_hits_record(ids=[hit.id for hit in hits], amount=SEARCH_HIT)
+    replaced = selectors.memories_superseded_by(ids=[hit.id for hit in hits]) if hits else {}
     # The counts handed back already include the hit just recorded (flow.md#hits).
-    return SearchOutcome([replace(hit, hit_count=hit.hit_count + SEARCH_HIT) for hit in hits], mode)
+    current = [replace(hit, hit_count=hit.hit_count + SEARCH_HIT, supersedes=replaced.get(hit.id, [])) for hit in hits]
+    if include_superseded and replaced:
+        current = _with_history(current, vector)
+    return SearchOutcome(current, mode)
+
+
+def _with_history(hits: list[SearchHit], vector: list[float]) -> list[SearchHit]:
+    """Each hit followed by the memories it replaced (and those they replaced), scored no higher
+    than the hit: a superseded memory never ranks above the memory that replaced it."""
+    out: list[SearchHit] = []
+    for hit in hits:
+        out.append(hit)
+        for old in selectors.memory_history(memory_id=hit.id):
+            similarity = float(np.dot(np.asarray(old.embedding, dtype=float), np.asarray(vector, dtype=float)))
+            out.append(SearchHit(
+                id=old.pk, memory_type=old.memory_type, tier=old.tier, tags=list(old.tags), hit_count=old.hit_count,
+                summary_l0=old.summary_l0, overview_l1=old.overview_l1, context=old.context, similarity=similarity,
+                score=min(hit.score, similarity), last_hit_at=old.last_hit_at, created_at=old.created_at,
+                space_id=old.space_id, superseded_by=old.superseded_by_id, valid_until=old.valid_until))
+    return out
 
 
 def memories_read(*, ids: list[Any], space_ids: list[int] | None = None) -> tuple[list[Memory], list[Any]]:

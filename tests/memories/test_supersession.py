@@ -93,3 +93,26 @@ def test_the_judgement_on_the_held_out_pairs_decides_alone_only_when_right():
     found = figures(rows)
     assert found["precision"] >= 0.97, found
     assert found["recall"] >= 0.5, found
+
+
+def test_the_api_serves_current_knowledge_and_history_on_request(api):
+    from django.urls import reverse
+
+    pair = PAIRS["dep-uv-01"]
+    old = _upload(pair["old"])
+    new = _upload(pair["new"])
+    found = api.post(reverse("memory-search"), {"query": pair["query"]}, format="json").json()["results"]
+    assert [r["id"] for r in found if r["id"] in (str(old.pk), str(new.pk))] == [str(new.pk)]
+    current = next(r for r in found if r["id"] == str(new.pk))
+    assert current["supersedes"] == [str(old.pk)] and current["superseded_by"] is None
+    history = api.post(reverse("memory-search"), {"query": pair["query"], "include_superseded": True},
+                              format="json").json()["results"]
+    ids = [r["id"] for r in history]
+    assert ids.index(str(old.pk)) == ids.index(str(new.pk)) + 1  # right after what replaced it
+    assert history[ids.index(str(old.pk))]["superseded_by"] == str(new.pk)
+    details = api.post(reverse("memory-details"), {"ids": [str(old.pk), str(new.pk)]}, format="json").json()
+    by_id = {m["id"]: m for m in details["memories"]}
+    assert by_id[str(old.pk)]["status"] == "superseded" and by_id[str(old.pk)]["superseded_by"] == str(new.pk)
+    assert by_id[str(new.pk)]["supersedes"] == [str(old.pk)]
+    context = api.post(reverse("context"), {"query": pair["query"]}, format="json").json()
+    assert str(old.pk) not in {m["id"] for m in context["memories"]}  # never both
