@@ -29,7 +29,7 @@ def memory_details(*, ids: list[Any], space_ids: list[int] | None = None) -> lis
     }
     replaced = memories_superseded_by(ids=list(found))
     for memory in found.values():
-        memory.supersedes = replaced.get(memory.pk, [])  # type: ignore[attr-defined]
+        memory.supersedes = replaced.get(memory.pk, [])
     return [found[i] for i in ids if i in found]
 
 

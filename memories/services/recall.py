@@ -120,7 +120,8 @@ def _with_history(hits: list[SearchHit], vector: list[float]) -> list[SearchHit]
                 id=old.pk, memory_type=old.memory_type, tier=old.tier, tags=list(old.tags), hit_count=old.hit_count,
                 summary_l0=old.summary_l0, overview_l1=old.overview_l1, context=old.context, similarity=similarity,
                 score=min(hit.score, similarity), last_hit_at=old.last_hit_at, created_at=old.created_at,
-                space_id=old.space_id, superseded_by=old.superseded_by_id, valid_until=old.valid_until))
+                space_id=old.space_id,  # type: ignore[arg-type]  # never null (stubs read a default as optional)
+                superseded_by=old.superseded_by_id, valid_until=old.valid_until))
     return out
 
 
