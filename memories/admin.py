@@ -237,13 +237,21 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
 
     @admin.display(description="status")
     def status_line(self, memory: Memory) -> str:
-        return format_html(
+        line = format_html(
             '<span class="hub-badge hub-badge-{}">{}</span> <span class="hub-badge">{}</span> '
             '<span class="hub-muted">{} hits · last hit {} · {} · by {}</span>',
             memory.tier, memory.tier.upper(), memory.status, memory.hit_count,
             memory.last_hit_at.strftime("%Y-%m-%d %H:%M") if memory.last_hit_at else "never",
             memory.source, memory.agent or "—",
         )
+        if memory.superseded_by_id:
+            line += format_html(
+                '<p class="hub-muted">Superseded on {} by <a class="hub-link" href="{}">a newer memory</a> '
+                '(undo it on <a class="hub-link" href="{}#supersessions">the review page</a>).</p>',
+                memory.valid_until.strftime("%Y-%m-%d") if memory.valid_until else "?",
+                reverse("admin:memories_memory_change", args=[memory.superseded_by_id]),
+                reverse("admin:memories_memory_merge_review"))
+        return line
 
     @admin.display(description="L0 / L1")
     def summaries(self, memory: Memory) -> str:
@@ -329,6 +337,8 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
                  view(admin_review.split_action, post=True), name="memories_memory_split"),
             path("merge-review/candidate/<int:candidate_id>/<str:action>/",
                  view(admin_review.candidate_action, post=True), name="memories_memory_candidate_action"),
+            path("merge-review/change/<int:change_id>/<str:action>/",
+                 view(admin_review.change_action, post=True), name="memories_memory_change_action"),
             path("<uuid:memory_id>/similar/", self.admin_site.admin_view(self.similar_view),
                  name="memories_memory_similar"),
             path("<uuid:memory_id>/promote/", view(admin_promote.promote_view, post=True),

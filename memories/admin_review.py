@@ -12,15 +12,16 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from agents.admin_spaces import page_spaces
 from core.admin_tools import HtmxHttpRequest
 from memories.selectors import review as reads
-from memories.services import MemoryInputError
+from memories.services import ChangeError, MemoryInputError, conflict_decide, supersession_undo
 from memories.services.candidates import (
     memories_merge_by_hand,
     merge_candidate_accept,
@@ -70,11 +71,18 @@ def review_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     pending = reads.merge_pending_page(page=request.GET.get("page"), per_page=PER_PAGE)
     candidates = reads.merge_candidates_top(limit=20)
     automatic = reads.merges_automatic_recent(days=7, limit=20)
+    spaces = page_spaces(request)
     context = {
         **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Merge review",
         "pending": pending, "entries": [_pending_entry(m) for m in pending],
         "candidates": [{"candidate": c, "diff": word_diff(_body(c.duplicate_of), _body(c.memory))} for c in candidates],
         "automatic": automatic,
+        "conflicts": [{"change": c, "diff": word_diff(_body(c.old), _body(c.new))}
+                      for c in reads.changes_open(space_ids=spaces)],
+        "conflict_count": reads.changes_open_count(space_ids=spaces),
+        "conflict_actions": [("new", "Newer is current"), ("old", "Older is current"), ("both", "Both hold")],
+        "supersessions": [{"change": c, "diff": word_diff(_body(c.old), _body(c.new))}
+                          for c in reads.supersessions_recent(days=30, space_ids=spaces)],
     }
     return TemplateResponse(request, "admin/memories/merge_review.html", context)
 
@@ -142,6 +150,31 @@ def candidate_action(admin: Any, request: HtmxHttpRequest, candidate_id: int, ac
         return _done(request, "That candidate no longer exists.", messages.ERROR)
     return _done(request, "Merged: the newer memory is now a contribution of the older." if action == "merge"
                  else "Dismissed: this pair will not be proposed again.")
+
+
+CHANGE_ACTIONS = {"undo": "Undone: the older memory is current again.",
+                  "new": "Settled: the newer memory is current; the older one is superseded.",
+                  "old": "Settled: the older memory stays current; the newer one is superseded.",
+                  "both": "Settled: both hold; nothing changed."}
+
+
+def change_action(admin: Any, request: HtmxHttpRequest, change_id: int, action: str) -> HttpResponse:
+    """Undo a supersession, or settle a conflict (``new``, ``old`` or ``both`` is current)."""
+    if not request.user.has_perm("memories.review_merges"):
+        raise PermissionDenied
+    if action not in CHANGE_ACTIONS:
+        raise PermissionDenied(f"unknown change action {action!r}")
+    if not reads.change_in_spaces(change_id=change_id, space_ids=page_spaces(request)):
+        raise Http404  # another space's change is missing here, like one that never existed
+    user = request.user.get_username()
+    try:
+        if action == "undo":
+            supersession_undo(change_id=change_id, user=user)
+        else:
+            conflict_decide(change_id=change_id, decision=action, user=user)
+    except ChangeError as exc:
+        return _done(request, exc.message, messages.ERROR)
+    return _done(request, CHANGE_ACTIONS[action])
 
 
 def merge_pair_view(admin: Any, request: HtmxHttpRequest, memory_id: Any, other_id: Any) -> HttpResponse:

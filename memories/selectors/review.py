@@ -98,3 +98,38 @@ def tier_snapshots(*, since: datetime.date, space_ids: list[int] | None = None) 
     rows = (_in_spaces(TierSnapshot.objects.filter(day__gte=since), space_ids).order_by().values("day")
             .annotate(hot=Sum("hot"), warm=Sum("warm"), cold=Sum("cold"), archived=Sum("archived")))
     return {row["day"]: {k: row[k] for k in ("hot", "warm", "cold", "archived")} for row in rows}
+
+
+def changes_open(*, space_ids: list[int] | None = None, limit: int = 50) -> list[Any]:
+    """Conflicts waiting for a curator, newest first: both memories still active (one that was
+    archived or superseded meanwhile leaves nothing to decide)."""
+    from memories.models import ChangeKind, ChangeState, KnowledgeChange
+
+    rows = (KnowledgeChange.objects.filter(kind=ChangeKind.CONFLICT, state=ChangeState.OPEN,
+                                           old__status=Status.ACTIVE, new__status=Status.ACTIVE)
+            .select_related("old", "new").order_by("-created_at", "-pk"))
+    return list(_in_spaces(rows, space_ids)[:limit])
+
+
+def changes_open_count(*, space_ids: list[int] | None = None) -> int:
+    from memories.models import ChangeKind, ChangeState, KnowledgeChange
+
+    rows = KnowledgeChange.objects.filter(kind=ChangeKind.CONFLICT, state=ChangeState.OPEN,
+                                          old__status=Status.ACTIVE, new__status=Status.ACTIVE)
+    return _in_spaces(rows, space_ids).count()
+
+
+def supersessions_recent(*, days: int, space_ids: list[int] | None = None, limit: int = 50) -> list[Any]:
+    """Supersessions decided (or undone) in the last ``days`` days, newest first."""
+    from memories.models import ChangeKind, KnowledgeChange
+
+    since = timezone.now() - datetime.timedelta(days=days)
+    rows = (KnowledgeChange.objects.filter(kind=ChangeKind.SUPERSESSION, created_at__gte=since)
+            .select_related("old", "new").order_by("-created_at", "-pk"))
+    return list(_in_spaces(rows, space_ids)[:limit])
+
+
+def change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
+    from memories.models import KnowledgeChange
+
+    return KnowledgeChange.objects.filter(pk=change_id, space_id__in=space_ids).exists()

@@ -116,3 +116,43 @@ def test_the_api_serves_current_knowledge_and_history_on_request(api):
     assert by_id[str(new.pk)]["supersedes"] == [str(old.pk)]
     context = api.post(reverse("context"), {"query": pair["query"]}, format="json").json()
     assert str(old.pk) not in {m["id"] for m in context["memories"]}  # never both
+
+
+def test_a_curator_settles_conflicts_and_undoes_supersessions_on_the_review_page():
+    from django.contrib.auth import get_user_model
+    from django.http import HttpRequest
+    from django.test import Client
+    from django.urls import reverse
+
+    from tests.spaces import curate_shared
+    from ultron_site.people import person_create
+
+    person = person_create(username="cora", role="curator", password_once=False)
+    curate_shared(get_user_model().objects.get(username="cora"))
+    client = Client()
+    assert client.login(request=HttpRequest(), username=person.username, password=person.password)
+    old = _upload({"content": "Run the integration tests against Redis 7 with the cluster mode disabled."})
+    conflict = memory_upload(content="Run the integration tests against Redis 7 with the cluster mode enabled.").conflicts[0]
+    pair = PAIRS["dep-uv-01"]
+    before, after = _upload(pair["old"]), _upload(pair["new"])
+    change = KnowledgeChange.objects.get(old=before, new=after)
+
+    page = client.get(reverse("admin:memories_memory_merge_review")).content.decode()
+    assert "Conflicts (1)" in page and f'id="change-{conflict.pk}"' in page and f'id="change-{change.pk}"' in page
+    response = client.post(reverse("admin:memories_memory_change_action", args=[conflict.pk, "both"]), follow=True)
+    assert "both hold" in response.content.decode()
+    old.refresh_from_db()
+    assert old.status == Status.ACTIVE and KnowledgeChange.objects.get(pk=conflict.pk).state == ChangeState.DONE
+    memory_page = client.get(reverse("admin:memories_memory_change", args=[before.pk])).content.decode()
+    assert "Superseded on" in memory_page
+    response = client.post(reverse("admin:memories_memory_change_action", args=[change.pk, "undo"]),
+                           HTTP_HX_REQUEST="true")
+    assert "Undone" in response.content.decode()
+    before.refresh_from_db()
+    assert before.status == Status.ACTIVE
+    # A change of a space the curator does not curate is missing.
+    from agents.services import space_create
+
+    other = space_create(slug="team-x")
+    KnowledgeChange.objects.filter(pk=change.pk).update(space=other)
+    assert client.post(reverse("admin:memories_memory_change_action", args=[change.pk, "undo"])).status_code == 404
