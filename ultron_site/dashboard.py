@@ -94,6 +94,7 @@ def review_counts(stats: dict[str, Any], space_ids: list[int] | None = None) -> 
         "ready_count": len(ready),
         "merge_pending": {"value": stats["merge_pending"], "href": review},
         "candidates": {"value": memory_reviews.merge_candidates_open_count(space_ids=space_ids), "href": review + "#candidates"},
+        "conflicts": {"value": memory_reviews.changes_open_count(space_ids=space_ids), "href": review + "#conflicts"},
         "failed_segments": ingestion_reads.segments_parked_count(space_ids=space_ids),
     }
 

@@ -135,8 +135,9 @@ def test_memory_details_queries_do_not_grow_with_ids(api, agent, django_assert_m
         assert {m["agent"] for m in body["memories"]} == {agent.name}
         return response
 
-    # auth (1-2), the rate limit, the memories with their agents, the hit counts' UPDATE
-    _assert_flat(django_assert_max_num_queries, 5, grow, call, sizes=(10, 100))
+    # auth (1-2), the rate limit, the memories with their agents, the memories they replaced,
+    # the hit counts' UPDATE
+    _assert_flat(django_assert_max_num_queries, 6, grow, call, sizes=(10, 100))
 
 
 def test_memory_search_queries_do_not_grow_with_rows(api, agent, django_assert_max_num_queries):
@@ -149,9 +150,10 @@ def test_memory_search_queries_do_not_grow_with_rows(api, agent, django_assert_m
 
     # auth (1-2), the rate limit, the query's lexemes with their counts, the fold of a word's
     # count pieces (only when one is spread over many), SAVEPOINT, SET LOCAL hnsw.ef_search, the
-    # hybrid search, RELEASE, the hit counts' UPDATE; once a minute per process the embedding
-    # space's stored calibration (its relevance floor) in a SAVEPOINT of its own (+2)
-    _assert_flat(django_assert_max_num_queries, 12,
+    # hybrid search, RELEASE, the hit counts' UPDATE, the memories the results replaced; once a
+    # minute per process the embedding space's stored calibration (its relevance floor) in a
+    # SAVEPOINT of its own (+2)
+    _assert_flat(django_assert_max_num_queries, 13,
                  lambda a, b: _memories(a, b, agent=agent, around=query), call)
 
 
