@@ -20,8 +20,15 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
-from agents.admin_spaces import SpaceScopedAdmin, curated_spaces, page_spaces, space_choices
+from agents.admin_spaces import (
+    SpaceScopedAdmin,
+    curated_spaces,
+    page_spaces,
+    space_choices,
+    space_slug_of,
+)
 from agents.selectors import spaces_listed
+from clusters.knowledge_file import knowledge_markdown
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
 from clusters.services import (
@@ -129,8 +136,20 @@ class KnowledgeClusterAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
                  name="clusters_knowledgecluster_crystallize"),
             path("<int:cluster_id>/crystallization/", self.admin_site.admin_view(self.crystallization_view),
                  name="clusters_knowledgecluster_crystallization"),
+            path("memory-file/", self.admin_site.admin_view(self.memory_file_view),
+                 name="clusters_knowledgecluster_memory_file"),
             *super().get_urls(),
         ]
+
+    def memory_file_view(self, request: HttpRequest) -> HttpResponse:
+        """MEMORY.md of the spaces the person's pages cover (the API's export, for people)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        ids = page_spaces(request)
+        text = knowledge_markdown(space_ids=ids, space_slugs=sorted(space_slug_of(request, i) for i in ids))
+        response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="MEMORY.md"'
+        return response
 
     def crystallize_view(self, request: HtmxHttpRequest, cluster_id: int) -> HttpResponse:
         """Queue the crystallization of one cluster (never run in the request); the panel then

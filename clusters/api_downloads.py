@@ -7,14 +7,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.http import HttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from agents.scoping import query_read_ids
+from agents.scoping import api_access, query_read_ids
 from clusters import selectors
+from clusters.knowledge_file import knowledge_markdown
 from clusters.skill_files import skill_package, skill_version_for_download
 from core.api_schema import SPACES_PARAM, error_responses
 
@@ -59,4 +61,19 @@ class SkillPackageApi(_Download):
         version = self.version(request, slug)
         response = HttpResponse(skill_package(version), content_type="application/zip")
         response["Content-Disposition"] = f'attachment; filename="{version.skill.slug}.zip"'
+        return response
+
+
+class MemoryFileApi(_Download):
+    """MEMORY.md: the current knowledge of the spaces read, as one Markdown file (docs/api.md#memorymd)."""
+
+    @extend_schema(operation_id="memories_export_md", parameters=[SPACES_PARAM], responses={
+        (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="MEMORY.md"), **error_responses(403)})
+    def get(self, request: Request) -> HttpResponse:
+        ids = query_read_ids(request)
+        slugs = api_access(request).slugs
+        text = knowledge_markdown(space_ids=ids, space_slugs=sorted(slugs[i] for i in ids if i in slugs),
+                                  skill_url=lambda slug: request.build_absolute_uri(reverse("skill-file", args=[slug])))
+        response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+        response["Content-Disposition"] = 'attachment; filename="MEMORY.md"'
         return response

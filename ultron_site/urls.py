@@ -4,6 +4,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 from agents import api as agents_api
+from clusters import api_downloads as clusters_downloads
 from memories import api as memories_api
 from ultron_site import api as site_api
 
@@ -15,6 +16,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/health", site_api.HealthApi.as_view(), name="health"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/memories/export.md", clusters_downloads.MemoryFileApi.as_view(), name="memory-export-md"),
     path("api/memories/", include("memories.urls")),
     path("api/", include("ingestion.urls")),
     path("api/", include("clusters.urls")),

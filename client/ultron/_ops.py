@@ -265,3 +265,9 @@ def ingest(paths: Iterable[str] | str, *, agent_id: str | None = None, on_progre
             on_progress(sent_files, len(files), sent_bytes, total_bytes)
     result.total_files = len(result.files)
     return result
+
+
+def memory_file(*, spaces: Iterable[str] | str | None = None) -> Operation[str]:
+    """MEMORY.md: the current knowledge of the spaces read, as Markdown."""
+    text = yield Request("GET", "/api/memories/export.md", params=_space_params(spaces), text=True)
+    return str(text)

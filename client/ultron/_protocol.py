@@ -42,6 +42,7 @@ class Request:
     # Sent as the Idempotency-Key header: the hub runs a POST once per key, so its retries are
     # safe even after a timeout (the hub may have carried the first attempt out).
     idempotency_key: str | None = None
+    text: bool = False  # the answer is a file (Markdown), not JSON: returned as text
 
 
 @dataclass
@@ -141,8 +142,10 @@ def exchange(request: Request, *, base_url: str, policy: RetryPolicy,
                 attempt += 1
                 continue
             raise UltronConnectionError(_transport_message(exc, request, base_url)) from exc
-        body = _decode(response)
         status = response.status_code
+        if request.text and status < 400:
+            return response.text
+        body = _decode(response)
         if status < 400 or status in request.ok_statuses:
             if body is None and response.content:
                 raise UltronError(f"the hub's answer to {request.method} {request.path} is not JSON "

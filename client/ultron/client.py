@@ -139,6 +139,10 @@ class Ultron(_Base):
     def get_memory_details(self, ids: Sequence[str]) -> MemoryList:
         return self._run(_ops.get_memory_details(ids))
 
+    def memory_file(self, *, spaces: Spaces = None) -> str:
+        """MEMORY.md: the current knowledge of the spaces read, grouped by topic and type."""
+        return self._run(_ops.memory_file(spaces=self._read(spaces)))
+
     def get_context(self, query: str = "", token_budget: int = 2000, *, memory_type: str | None = None,
                     tags: Iterable[str] | None = None, spaces: Spaces = None) -> Context:
         return self._run(_ops.get_context(query=query, token_budget=token_budget, memory_type=memory_type,
@@ -237,6 +241,10 @@ class AsyncUltron(_Base):
 
     async def get_memory_details(self, ids: Sequence[str]) -> MemoryList:
         return await self._run(_ops.get_memory_details(ids))
+
+    async def memory_file(self, *, spaces: Spaces = None) -> str:
+        """MEMORY.md: the current knowledge of the spaces read, grouped by topic and type."""
+        return await self._run(_ops.memory_file(spaces=self._read(spaces)))
 
     async def get_context(self, query: str = "", token_budget: int = 2000, *, memory_type: str | None = None,
                           tags: Iterable[str] | None = None, spaces: Spaces = None) -> Context:

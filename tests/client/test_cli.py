@@ -174,3 +174,12 @@ def test_skills_install_refuses_a_link_out_of_the_directory(skill, capsys, tmp_p
     os.symlink(tmp_path / "elsewhere", tmp_path / "skills" / skill)
     code, _, err = run(capsys, "skills", "install", skill, "--dir", str(tmp_path / "skills"))
     assert code == USAGE and "leads outside" in err and not (tmp_path / "elsewhere" / "SKILL.md").exists()
+
+
+def test_export_writes_memory_md_of_the_current_knowledge(skill, capsys, tmp_path):
+    code, out, _ = run(capsys, "export", "--format", "md")
+    assert code == OK and out.startswith("# MEMORY.md") and f"Skill: **{skill}**" in out
+    target = tmp_path / "MEMORY.md"
+    code, _, err = run(capsys, "export", "--out", str(target), "--space", "shared")
+    assert code == OK and "wrote" in err and target.read_text().startswith("# MEMORY.md")
+    assert run(capsys, "export", "--space", "team-x")[0] == AUTH

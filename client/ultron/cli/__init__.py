@@ -125,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", choices=["error", "security", "correction", "pattern", "preference", "life"])
     p.add_argument("--tag", action="append")
 
+    p = command("export", commands.export, "the current knowledge of your spaces as one file (MEMORY.md)")
+    p.add_argument("--format", choices=["md"], default="md", help="md: Markdown, grouped by topic and type")
+    p.add_argument("--out", metavar="FILE", help="write FILE (default: standard output)")
+
     skills = sub.add_parser("skills", help="list, read and install skills", description="list, read and install skills")
     skills_sub = skills.add_subparsers(dest="skills_command", metavar="ACTION", required=True)
     p = skills_sub.add_parser("list", parents=[common], help="published skills")

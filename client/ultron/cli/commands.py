@@ -298,6 +298,17 @@ def context(args: argparse.Namespace) -> int:
     return 0
 
 
+def export(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        text = client.memory_file()
+    if args.out:
+        _write(Path(args.out), text)
+        print(f"wrote {args.out} ({len(text.splitlines())} lines)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def skills_list(args: argparse.Namespace) -> int:
     with _client(args) as client:
         skills = client.list_skills()
