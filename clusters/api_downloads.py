@@ -64,11 +64,15 @@ class SkillPackageApi(_Download):
         return response
 
 
+_MEMORY_FILE: dict[Any, OpenApiResponse] = {(200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR,
+                                                                                    description="MEMORY.md")}
+
+
 class MemoryFileApi(_Download):
     """MEMORY.md: the current knowledge of the spaces read, as one Markdown file (docs/api.md#memorymd)."""
 
-    @extend_schema(operation_id="memories_export_md", parameters=[SPACES_PARAM], responses={
-        (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="MEMORY.md"), **error_responses(403)})
+    @extend_schema(operation_id="memories_export_md", parameters=[SPACES_PARAM],
+                   responses={**_MEMORY_FILE, **error_responses(403)})
     def get(self, request: Request) -> HttpResponse:
         ids = query_read_ids(request)
         slugs = api_access(request).slugs
