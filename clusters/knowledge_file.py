@@ -36,6 +36,25 @@ def _line(text: str, limit: int = TEXT_CHARS) -> str:
     return "\\" + flat if flat[:1] in "#-*>|" and flat else flat
 
 
+def _entry(memory: Memory) -> list[str]:
+    """A memory's lines: its summary in bold; its overview when it says more than the summary
+    and the content (an LLM's, not the extract cut from the text); its resolution."""
+    summary = " ".join((memory.summary_l0 or memory.content).split())
+    lines = [f"- **{_line(summary, 200)}**"]
+    overview = " ".join(memory.overview_l1.split())
+    content = " ".join(memory.content.split())
+    resolution = " ".join(memory.resolution.split())
+    if overview and not overview.startswith(content[:80]) and overview != summary:
+        lines.append(f"  {_line(overview)}")
+    elif content != summary:
+        lines.append(f"  {_line(content)}")
+    if resolution:
+        lines.append(f"  Resolution: {_line(resolution)}")
+    hits = f"{memory.hit_count} hit" + ("" if memory.hit_count == 1 else "s")
+    lines.append(f"  <sub>{memory.tier} · {hits} · id {memory.pk}</sub>")
+    return lines
+
+
 def knowledge_markdown(*, space_ids: list[int], space_slugs: list[str], skill_url: Any = None) -> str:
     """The MEMORY.md of the active memories of ``space_ids`` (named ``space_slugs`` in its
     header). ``skill_url(slug)``: where a topic's skill is read (None: its slug only)."""
@@ -82,12 +101,6 @@ def knowledge_markdown(*, space_ids: list[int], space_slugs: list[str], skill_ur
                 continue
             out += [f"### {heading}", ""]
             for memory in sorted(by_type[memory_type], key=lambda m: (_TIER_ORDER.get(m.tier, 3), -m.hit_count)):
-                out.append(f"- **{_line(memory.summary_l0 or memory.content, 200)}**")
-                overview = _line(memory.overview_l1)
-                if overview and overview != _line(memory.summary_l0 or memory.content, 200):
-                    out.append(f"  {overview}")
-                if memory.resolution:
-                    out.append(f"  Resolution: {_line(memory.resolution)}")
-                out.append(f"  <sub>{memory.tier} · {memory.hit_count} hits · id {memory.pk}</sub>")
+                out += _entry(memory)
             out.append("")
     return "\n".join(out).rstrip() + "\n"
