@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from agents.scoping import in_space_of
 from memories import selectors, services
-from memories.models import Memory
+from memories.models import KnowledgeChange, Memory
 
 _MEMORIES = Memory._meta.db_table
+_CHANGES = KnowledgeChange._meta.db_table
 
 
 def memory_summarize_task(memory_id: str) -> bool:
@@ -17,6 +18,12 @@ def memory_summarize_task(memory_id: str) -> bool:
 def memory_merge_task(memory_id: str) -> bool:
     with in_space_of(_MEMORIES, memory_id):
         return services.memory_merge_contributions(memory_id=memory_id)
+
+
+def change_judge_task(change_id: int) -> str | None:
+    """An open conflict put to the LLM (docs/flow.md#supersession)."""
+    with in_space_of(_CHANGES, change_id):
+        return services.conflict_llm_judge(change_id=change_id)
 
 
 def merge_retry_step() -> dict[str, int]:

@@ -19,8 +19,10 @@ that agree, or whose difference is a detail added, are ``none``: the duplicate c
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from memories.judgements.same_subject import _FUNCTION_WORDS, _negations, details_conflicts
 
@@ -163,3 +165,40 @@ def change_decide(*, old: str, new: str, related: bool, close: bool) -> ChangeVe
     if conflicts:
         return ChangeVerdict(CONFLICT, "none", "; ".join(conflicts))
     return ChangeVerdict(NONE)
+
+
+LLM_VERDICTS = ("new", "old", "both", "unsure")
+
+
+def llm_change_verdict(old: tuple[str, str, str], new: tuple[str, str, str], evidence: str) -> str | None:
+    """The LLM's reading of a conflict (``old`` recorded before ``new``; each content, context,
+    resolution): ``new`` (the newer replaces the older), ``old`` (the older still holds),
+    ``both`` (both hold, in different situations) or ``unsure``. None when no LLM is configured
+    or it fails: the conflict then waits for a curator."""
+    from memories.judgements.prompts import memory_prompt
+    from memories.providers.llm import InvalidReply, LLMError, get_llm
+
+    llm = get_llm()
+    if not llm.available:
+        return None
+
+    def validate(data: Any) -> str:
+        if not isinstance(data, dict) or data.get("current") not in LLM_VERDICTS:
+            raise InvalidReply(f"current must be one of {', '.join(LLM_VERDICTS)}")
+        return str(data["current"])
+
+    system = (
+        "Two memories from a team's shared knowledge are about the same subject and disagree. The "
+        "OLDER one was recorded first, the NEWER one later. Decide which is current knowledge: "
+        '"new" when the newer replaces the older (a changed fact, tool, version, setting or reversed '
+        'advice), "old" when the older still holds and the newer is mistaken, "both" when both hold '
+        '(different situations or scopes), "unsure" when the texts do not tell. Reply with JSON only: '
+        '{"current": "new"} (or "old", "both", "unsure")'
+    )
+    user = (f"OLDER:\n{memory_prompt(*old)}\n\nNEWER:\n{memory_prompt(*new)}\n\n"
+            f"Details that differ: {evidence or 'none found'}")
+    try:
+        return llm.ask_json(system=system, user=user, validate=validate, max_tokens=20, purpose="supersede")
+    except LLMError as exc:
+        logging.getLogger("ultron.memories").warning("conflict check failed, left to a curator: %s", exc)
+        return None

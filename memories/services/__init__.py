@@ -48,6 +48,7 @@ from memories.services.supersede import (
     ChangeError,
     changes_check,
     conflict_decide,
+    conflict_llm_judge,
     memory_supersede,
     supersession_undo,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "memory_supersede",
     "supersession_undo",
     "conflict_decide",
+    "conflict_llm_judge",
     "changes_check",
     "ChangeError",
     "memory_restore",

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from core.errors import INVALID, NOT_FOUND, ApplicationError
 from memories import signals
-from memories.judgements.supersede import CONFLICT, SUPERSEDES, change_decide
+from memories.judgements.supersede import CONFLICT, SUPERSEDES, change_decide, llm_change_verdict
 from memories.models import ChangeKind, ChangeState, KnowledgeChange, Memory, Status
 from memories.services.edit import memory_history_record
 from memories.text import memory_body
@@ -171,3 +171,25 @@ def conflict_decide(*, change_id: int, decision: str, user: str) -> KnowledgeCha
                                     evidence=f"conflict settled: {change.evidence}", similarity=change.similarity)
         change.refresh_from_db()
     return change
+
+
+def conflict_llm_judge(*, change_id: int) -> str | None:
+    """Ask the LLM (when one is configured) to settle an open conflict: ``new`` makes the newer
+    memory supersede the older (decided by ``llm``, undoable like any supersession), ``both``
+    closes the conflict; ``old`` or ``unsure`` leave it to a curator, with the LLM's reading
+    noted. Returns the LLM's verdict (None: no LLM, it failed, or nothing is open)."""
+    change = KnowledgeChange.objects.select_related("old", "new").filter(pk=change_id).first()
+    if change is None or change.kind != ChangeKind.CONFLICT or change.state != ChangeState.OPEN:
+        return None
+    old, new = change.old, change.new
+    verdict = llm_change_verdict((old.content, old.context, old.resolution), (new.content, new.context, new.resolution),
+                                 change.evidence)
+    if verdict in ("new", "both"):
+        try:
+            conflict_decide(change_id=change.pk, decision=verdict, user="llm")
+        except ChangeError:  # settled or changed meanwhile: the newer decision stands
+            return None
+    elif verdict is not None:
+        KnowledgeChange.objects.filter(pk=change.pk, state=ChangeState.OPEN).update(
+            evidence=f"{change.evidence} (the LLM answered {verdict!r})"[:2000])
+    return verdict

@@ -310,9 +310,13 @@ def _after_upload(result: UploadResult) -> None:
     if not llm_available():
         return
     from memories.tasks import (  # the tasks import this module
+        change_judge_task,
         memory_merge_task,
         memory_summarize_task,
     )
+
+    for change in result.conflicts:  # the LLM reads each conflict the offline rules could not order
+        enqueue_on_commit(change_judge_task, change.pk)
 
     memory_id = str(result.memory.pk)
     # A new memory gets LLM summaries; a merged upload gets the LLM merge, unless it was exact (nothing

@@ -156,3 +156,38 @@ def test_a_curator_settles_conflicts_and_undoes_supersessions_on_the_review_page
     other = space_create(slug="team-x")
     KnowledgeChange.objects.filter(pk=change.pk).update(space=other)
     assert client.post(reverse("admin:memories_memory_change_action", args=[change.pk, "undo"])).status_code == 404
+
+
+def _conflicting_pair(openai_llm, verdict: str, django_capture_on_commit_callbacks):
+    """Two uploads that disagree (no order in their words), with an LLM configured that reads
+    the conflict as ``verdict``."""
+    openai_llm.script('{"memory_type": "pattern"}', '{"summary_l0": "Redis 7 cluster mode off", "overview_l1": "x"}')
+    with django_capture_on_commit_callbacks(execute=True):
+        old = memory_upload(content="Run the integration tests against Redis 7 with the cluster mode disabled.").memory
+    # After the upload's commit: the conflict is put to the LLM, then the new memory is summarised.
+    openai_llm.script('{"memory_type": "pattern"}', '{"same_subject": false}', {"current": verdict},
+                      '{"summary_l0": "Redis 7 cluster mode on", "overview_l1": "y"}')
+    with django_capture_on_commit_callbacks(execute=True):
+        result = memory_upload(content="Run the integration tests against Redis 7 with the cluster mode enabled.")
+    return old, result
+
+
+def test_with_an_llm_a_conflict_it_reads_as_a_change_is_superseded_by_the_llm(openai_llm,
+                                                                             django_capture_on_commit_callbacks):
+    import json as jsonlib
+
+    old, result = _conflicting_pair(openai_llm, "new", django_capture_on_commit_callbacks)
+    old.refresh_from_db()
+    assert (old.status, old.superseded_by_id) == (Status.SUPERSEDED, result.memory.pk)
+    change = KnowledgeChange.objects.get(old=old, new=result.memory)
+    assert (change.kind, change.decided_by) == (ChangeKind.SUPERSESSION, "llm")
+    asked = jsonlib.dumps(openai_llm.chat_requests()[-2])
+    assert "OLDER" in asked and "cluster mode disabled" in asked and "Details that differ" in asked
+
+
+def test_with_an_llm_that_cannot_tell_the_conflict_waits_for_a_curator(openai_llm, django_capture_on_commit_callbacks):
+    old, result = _conflicting_pair(openai_llm, "unsure", django_capture_on_commit_callbacks)
+    old.refresh_from_db()
+    assert old.status == Status.ACTIVE
+    change = KnowledgeChange.objects.get(old=old, new=result.memory)
+    assert change.state == ChangeState.OPEN and "'unsure'" in change.evidence
