@@ -93,6 +93,8 @@ class Skill(models.Model):
     embedding = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS, null=True, blank=True)
     provenance = models.JSONField(default=dict, blank=True,
                                   help_text="where a promoted copy came from: promoted_from {space, skill, version, by, at}")
+    stale_reason = models.CharField(max_length=300, blank=True, help_text=(
+        "why the published version needs writing again (a memory it cites was superseded); cleared on publishing"))
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

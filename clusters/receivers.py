@@ -27,6 +27,11 @@ def memory_removed(*, memory_id: Any, **_: Any) -> None:
     services.cluster_member_remove(memory_id=memory_id)
 
 
+@receiver(signals.memory_superseded, dispatch_uid="clusters.memory_superseded")
+def memory_superseded(*, memory_id: Any, **_: Any) -> None:
+    services.skills_mark_stale(memory_id=memory_id)
+
+
 @receiver(signals.memories_archived, dispatch_uid="clusters.memories_archived")
 def memories_archived(**_: Any) -> None:
     services.clusters_prune_inactive()

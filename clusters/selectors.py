@@ -17,6 +17,8 @@ from memories.vectors import vector_literal
 def readiness(cluster: KnowledgeCluster) -> str | None:
     """``ready`` (no skill yet), ``recrystallize`` (enough new members), or None."""
     count = cluster.member_count
+    if cluster.skill_id is not None and cluster.skill.stale_reason:
+        return "recrystallize"  # a memory its published version cites was superseded
     if cluster.skill_id is None:
         if count < settings.ULTRON_CRYSTALLIZATION_THRESHOLD:
             return None
@@ -35,7 +37,7 @@ def clusters_ready(*, limit: int, space_ids: list[int] | None = None) -> list[Kn
     the threshold lets through; ``readiness`` decides."""
     ready: list[KnowledgeCluster] = []
     scan = (KnowledgeCluster.objects.filter(member_count__gte=settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
-            .defer("centroid", "direction").order_by("-member_count", "pk"))
+            .defer("centroid", "direction").select_related("skill").order_by("-member_count", "pk"))
     if space_ids is not None:
         scan = scan.filter(space_id__in=space_ids)
     for cluster in scan.iterator(chunk_size=200):

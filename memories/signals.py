@@ -29,6 +29,10 @@ memory_changed = Signal()
 #: the row goes, inside the same transaction). Args: ``memory_id``.
 memory_removed = Signal()
 
+#: A memory was superseded by a newer one (it has left the active set: ``memory_removed`` was
+#: sent too). Args: ``memory_id`` (the old one), ``by`` (the new one's id).
+memory_superseded = Signal()
+
 #: Many memories were archived in one statement (the tier rebalance). No args: receivers look
 #: for rows that are no longer active.
 memories_archived = Signal()

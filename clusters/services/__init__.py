@@ -17,6 +17,7 @@ from clusters.services.crystallize import (
     crystallization_step,
     skill_version_publish,
     skill_version_reject,
+    skills_mark_stale,
 )
 from clusters.services.membership import (
     cluster_assign,
@@ -71,6 +72,7 @@ __all__ = [
     "skill_search_text",
     "skill_promote",
     "skill_version_publish",
+    "skills_mark_stale",
     "skill_version_reject",
     "skills_reembed",
     "skills_search",

@@ -93,8 +93,9 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
                                          description=draft.description, source_cluster=cluster)
             cluster.skill = skill
         current = skill.current_version if skill.status == SkillStatus.PUBLISHED else None
-        # A rewrite must beat the published version, or agents would see a skill change for no gain.
-        if passed and current is not None and score <= current.score:
+        # A rewrite must beat the published version, or agents would see a skill change for no gain
+        # (unless the published one cites knowledge that has since changed: then passing is enough).
+        if passed and current is not None and score <= current.score and not skill.stale_reason:
             passed = False
             reason = f"scored {score} and did not beat the published version {current.version} ({current.score})"
         version = SkillVersion.objects.create(
@@ -128,6 +129,7 @@ def skill_version_publish(*, version_id: int) -> SkillVersion:
         version.save(update_fields=["status"])
         skill.current_version = version
         skill.status = SkillStatus.PUBLISHED
+        skill.stale_reason = ""
         skill.name = version.name
         skill.description = version.description
         skill.embedding = embed_texts([skill_search_text(version)])[0]
@@ -190,3 +192,11 @@ def skill_version_reject(*, version_id: int, reason: str) -> SkillVersion:
             return version
     skill_version_publish(version_id=previous.pk)
     return version
+
+
+def skills_mark_stale(*, memory_id: Any) -> int:
+    """Mark the published skills whose current version cites memory ``memory_id`` (just
+    superseded) for re-crystallization: the crystallization step rewrites them (a rewrite that
+    passes the quality bar replaces them even without a better score). Returns how many."""
+    return Skill.objects.filter(status=SkillStatus.PUBLISHED, current_version__memory_ids__contains=[memory_id]).update(
+        stale_reason=f"memory {memory_id} it cites was superseded by a newer one"[:300], updated_at=timezone.now())

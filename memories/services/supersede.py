@@ -114,6 +114,7 @@ def memory_supersede(*, old_id: Any, new_id: Any, decided_by: str, order: str = 
                                                                        "superseded_by": str(new.pk)},
                               note=f"{order}: {evidence}"[:300])
         signals.memory_removed.send(sender=Memory, memory_id=old.pk)
+        signals.memory_superseded.send(sender=Memory, memory_id=old.pk, by=new.pk)
     return change
 
 
