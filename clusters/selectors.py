@@ -17,7 +17,7 @@ from memories.vectors import vector_literal
 def readiness(cluster: KnowledgeCluster) -> str | None:
     """``ready`` (no skill yet), ``recrystallize`` (enough new members), or None."""
     count = cluster.member_count
-    if cluster.skill_id is not None and cluster.skill.stale_reason:
+    if cluster.skill is not None and cluster.skill.stale_reason:
         return "recrystallize"  # a memory its published version cites was superseded
     if cluster.skill_id is None:
         if count < settings.ULTRON_CRYSTALLIZATION_THRESHOLD:
