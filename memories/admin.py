@@ -321,7 +321,7 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
     def get_urls(self):
         from django.views.decorators.http import require_POST
 
-        from memories import admin_promote, admin_review
+        from memories import admin_promote, admin_queue, admin_review
 
         def view(function, post: bool = False):
             def wrapped(request, *args, **kwargs):
@@ -331,6 +331,7 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
 
         return [
             path("merge-review/", view(admin_review.review_view), name="memories_memory_merge_review"),
+            path("queue/", view(admin_queue.queue_view), name="memories_memory_queue"),
             path("merge-review/<uuid:memory_id>/<str:action>/", view(admin_review.review_action, post=True),
                  name="memories_memory_review_action"),
             path("merge-review/contribution/<int:contribution_id>/split/",

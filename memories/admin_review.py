@@ -99,7 +99,11 @@ def _done(request: HtmxHttpRequest, message: str, level: int = messages.SUCCESS,
         response["HX-Trigger"] = "merge-reviewed"
         return response
     messages.add_message(request, level, message)
-    return HttpResponseRedirect(reverse("admin:memories_memory_merge_review"))
+    back = request.POST.get("next", "")
+    queue = reverse("admin:memories_memory_queue")
+    # Back to the review queue when the action came from it (only that page: never an outside URL).
+    return HttpResponseRedirect(back if back.startswith(queue) and "//" not in back else
+                                reverse("admin:memories_memory_merge_review"))
 
 
 def review_action(admin: Any, request: HtmxHttpRequest, memory_id: Any, action: str) -> HttpResponse:

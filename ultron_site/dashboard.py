@@ -89,12 +89,14 @@ def _states(counts: dict[str, int], queue: str, field: str) -> dict[str, Any]:
 def review_counts(stats: dict[str, Any], space_ids: list[int] | None = None) -> dict[str, Any]:
     ready = clusters_ready(limit=200, space_ids=space_ids)
     review = reverse("admin:memories_memory_merge_review")
+    queue = reverse("admin:memories_memory_queue")
     return {
         "ready_clusters": ready[:8],
         "ready_count": len(ready),
         "merge_pending": {"value": stats["merge_pending"], "href": review},
-        "candidates": {"value": memory_reviews.merge_candidates_open_count(space_ids=space_ids), "href": review + "#candidates"},
-        "conflicts": {"value": memory_reviews.changes_open_count(space_ids=space_ids), "href": review + "#conflicts"},
+        "candidates": {"value": memory_reviews.merge_candidates_open_count(space_ids=space_ids), "href": queue + "?kind=candidate"},
+        "conflicts": {"value": memory_reviews.changes_open_count(space_ids=space_ids), "href": queue + "?kind=conflict"},
+        "queue": {"href": queue},
         "failed_segments": ingestion_reads.segments_parked_count(space_ids=space_ids),
     }
 

@@ -7,7 +7,7 @@ import datetime
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -133,3 +133,48 @@ def change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
     from memories.models import KnowledgeChange
 
     return KnowledgeChange.objects.filter(pk=change_id, space_id__in=space_ids).exists()
+
+
+# --- the review queue: everything the hub decided alone or could not decide -------------------
+
+QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge")
+# Decisions the hub took alone stay in the queue this long, for a curator to undo.
+QUEUE_DAYS = 30
+
+
+def _queue_querysets(space_ids: list[int] | None) -> dict[str, Any]:
+    from memories.models import ChangeKind, ChangeState, KnowledgeChange
+
+    since = timezone.now() - datetime.timedelta(days=QUEUE_DAYS)
+    return {
+        # A pair that is also an open conflict is shown once, as the conflict.
+        "candidate": _in_spaces(merge_candidates_open().exclude(Exists(KnowledgeChange.objects.filter(
+            kind=ChangeKind.CONFLICT, state=ChangeState.OPEN, old=OuterRef("duplicate_of"), new=OuterRef("memory"))))
+            .select_related("memory", "duplicate_of").defer("memory__embedding", "duplicate_of__embedding"), space_ids),
+        "conflict": _in_spaces(KnowledgeChange.objects.filter(
+            kind=ChangeKind.CONFLICT, state=ChangeState.OPEN, old__status=Status.ACTIVE, new__status=Status.ACTIVE)
+            .select_related("old", "new").defer("old__embedding", "new__embedding"), space_ids),
+        "supersession": _in_spaces(KnowledgeChange.objects.filter(
+            kind=ChangeKind.SUPERSESSION, state=ChangeState.DONE, decided_by__in=["hub", "llm"], created_at__gte=since)
+            .select_related("old", "new").defer("old__embedding", "new__embedding"), space_ids),
+        # Automatic merges whose memory is still there to split them from.
+        "merge": _in_spaces(MemoryContribution.objects.filter(
+            created_at__gte=since, match_reason__in=AUTOMATIC_REASONS, memory__status=Status.ACTIVE)
+            .exclude(match_reason="exact").select_related("memory", "agent").defer("memory__embedding"), space_ids),
+    }
+
+
+def review_queue(*, kind: str | None, page: int, per_page: int,
+                 space_ids: list[int] | None = None) -> tuple[list[tuple[str, Any]], dict[str, int]]:
+    """One page of the review queue, newest first: ``(kind, row)`` pairs of ``kind`` (None:
+    every kind), and how many items each kind holds."""
+    querysets = _queue_querysets(space_ids)
+    counts = {name: queryset.count() for name, queryset in querysets.items()}
+    wanted = [kind] if kind in QUEUE_KINDS else list(QUEUE_KINDS)
+    end = page * per_page
+    rows: list[tuple[Any, str, Any]] = []
+    for name in wanted:
+        for row in querysets[name].order_by("-created_at", "-pk")[:end]:
+            rows.append((row.created_at, name, row))
+    rows.sort(key=lambda item: item[0], reverse=True)
+    return [(name, row) for _, name, row in rows[end - per_page:end]], counts

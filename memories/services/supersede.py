@@ -19,7 +19,15 @@ from django.utils import timezone
 from core.errors import INVALID, NOT_FOUND, ApplicationError
 from memories import signals
 from memories.judgements.supersede import CONFLICT, SUPERSEDES, change_decide, llm_change_verdict
-from memories.models import ChangeKind, ChangeState, KnowledgeChange, Memory, Status
+from memories.models import (
+    CandidateStatus,
+    ChangeKind,
+    ChangeState,
+    KnowledgeChange,
+    Memory,
+    MergeCandidate,
+    Status,
+)
 from memories.services.edit import memory_history_record
 from memories.text import memory_body
 from memories.thresholds import model_thresholds
@@ -164,6 +172,10 @@ def conflict_decide(*, change_id: int, decision: str, user: str) -> KnowledgeCha
             raise ChangeError("This conflict is already settled.", code=INVALID)
         KnowledgeChange.objects.filter(pk=change.pk).update(state=ChangeState.DONE, decided_by=user[:150],
                                                             decided_at=timezone.now(), order=decision)
+        # The pair's merge candidate, if any, is answered too: they are not one memory.
+        MergeCandidate.objects.filter(memory_id=change.new_id, duplicate_of_id=change.old_id,
+                                      status=CandidateStatus.OPEN).update(
+            status=CandidateStatus.DISMISSED, decided_by=user[:150], decided_at=timezone.now())
         if decision == "new":
             return memory_supersede(old_id=change.old_id, new_id=change.new_id, decided_by=user,
                                     evidence=f"conflict settled: {change.evidence}", similarity=change.similarity)

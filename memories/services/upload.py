@@ -202,7 +202,8 @@ def _funnel(
                 result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
                                     provenance=provenance, space_id=space_id)
                 # Does the new memory replace or contradict one of its neighbours? A memory it
-                # replaced is no merge candidate: it is no longer current.
+                # replaced is no merge candidate: it is no longer current. (One it contradicts
+                # stays one, answered as candidate_of; the review queue shows the pair once.)
                 changes = changes_check(memory=result.memory, neighbours=neighbours)
                 result.superseded, result.conflicts = changes.superseded, changes.conflicts
                 replaced = {change.old_id for change in changes.superseded}

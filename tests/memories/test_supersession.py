@@ -191,3 +191,38 @@ def test_with_an_llm_that_cannot_tell_the_conflict_waits_for_a_curator(openai_ll
     assert old.status == Status.ACTIVE
     change = KnowledgeChange.objects.get(old=old, new=result.memory)
     assert change.state == ChangeState.OPEN and "'unsure'" in change.evidence
+
+
+def test_the_review_queue_lists_every_kind_newest_first_and_its_actions_work():
+    from django.contrib.auth import get_user_model
+    from django.http import HttpRequest
+    from django.test import Client
+    from django.urls import reverse
+
+    from tests.spaces import curate_shared
+    from ultron_site.people import person_create
+
+    person = person_create(username="quinn", role="curator", password_once=False)
+    curate_shared(get_user_model().objects.get(username="quinn"))
+    client = Client()
+    assert client.login(request=HttpRequest(), username=person.username, password=person.password)
+    _upload({"content": "Run the integration tests against Redis 7 with the cluster mode disabled."})
+    conflict = memory_upload(content="Run the integration tests against Redis 7 with the cluster mode enabled.").conflicts[0]
+    pair = PAIRS["dep-uv-01"]
+    before, after = _upload(pair["old"]), _upload(pair["new"])
+    change = KnowledgeChange.objects.get(old=before, new=after)
+    url = reverse("admin:memories_memory_queue")
+    page = client.get(url).content.decode()
+    assert "Review queue (2)" in page and "Conflicts (1)" in page and "Supersessions (1)" in page
+    assert page.index(f'id="change-{change.pk}"') < page.index(f'id="change-{conflict.pk}"')  # newest first
+    assert 'data-key="m"' in page and 'data-key="u"' in page and "ultron/queue.js" in page
+    only = client.get(url + "?kind=conflict").content.decode()
+    assert f'id="change-{conflict.pk}"' in only and f'id="change-{change.pk}"' not in only
+    # Without htmx an action comes back to the queue it was taken from.
+    response = client.post(reverse("admin:memories_memory_change_action", args=[change.pk, "undo"]),
+                           {"next": url + "?kind=supersession"})
+    assert response.status_code == 302 and response["Location"] == url + "?kind=supersession"
+    assert "Review queue (1)" in client.get(url).content.decode()
+    response = client.post(reverse("admin:memories_memory_change_action", args=[conflict.pk, "both"]),
+                           {"next": "https://elsewhere.example/"})
+    assert response["Location"] == reverse("admin:memories_memory_merge_review")  # never an outside URL

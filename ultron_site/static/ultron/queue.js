@@ -1,0 +1,36 @@
+// The review queue's keys: j / k move between rows, m d o u press the focused row's button with
+// that key (data-key), ? opens the help. Typing in a field never triggers them.
+(function () {
+  function rows() { return Array.prototype.slice.call(document.querySelectorAll(".hub-queue-row")); }
+  function current() { return document.querySelector(".hub-queue-row.hub-queue-focus"); }
+  function focus(row) {
+    var was = current();
+    if (was) { was.classList.remove("hub-queue-focus"); }
+    if (row) { row.classList.add("hub-queue-focus"); row.focus({ preventScroll: true }); row.scrollIntoView({ block: "nearest" }); }
+  }
+  function move(step) {
+    var all = rows().filter(function (r) { return r.querySelector("button[data-key]"); });
+    if (!all.length) { return; }
+    var at = all.indexOf(current());
+    focus(all[Math.max(0, Math.min(all.length - 1, at < 0 ? 0 : at + step))]);
+  }
+  document.addEventListener("keydown", function (event) {
+    if (!document.getElementById("review-queue")) { return; }
+    var target = event.target;
+    if (event.ctrlKey || event.metaKey || event.altKey ||
+        (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)))) { return; }
+    var help = document.getElementById("queue-help");
+    if (event.key === "?") { help.showModal(); event.preventDefault(); return; }
+    if (event.key === "j") { move(1); event.preventDefault(); return; }
+    if (event.key === "k") { move(-1); event.preventDefault(); return; }
+    var row = current();
+    if (!row) { return; }
+    var button = row.querySelector('button[data-key="' + event.key + '"]');
+    if (button) { button.click(); event.preventDefault(); }
+  });
+  // A decided row is replaced by its outcome: focus moves on to the next undecided one.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var row = event.target.closest && event.target.closest(".hub-queue-row");
+    if (row && row === current()) { move(1); }
+  });
+})();
