@@ -87,11 +87,20 @@ def review_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     return TemplateResponse(request, "admin/memories/merge_review.html", context)
 
 
+# The ids of table rows an action settles in place (the review queue's, the merge-review page's tables).
+_ROW_TARGETS = ("candidate-", "change-", "merge-")
+
+
 def _done(request: HtmxHttpRequest, message: str, level: int = messages.SUCCESS, *,
           entry: dict[str, Any] | None = None) -> HttpResponse:
     """htmx: the re-rendered block (or nothing when it is settled) plus a toast event;
     otherwise back to the page with a message."""
     if request.htmx:
+        target = request.htmx.target or ""
+        if target.startswith(_ROW_TARGETS):  # a table row (the queue, the candidates): one cell across it
+            cell = HttpResponse(f'<td colspan="6"><div class="hub-settled">{escape(message)}</div></td>')
+            cell["HX-Trigger"] = "merge-reviewed"
+            return cell
         if entry is not None and entry["contributions"]:
             response: HttpResponse = TemplateResponse(request, "admin/memories/_review_entry.html", {"entry": entry})
         else:

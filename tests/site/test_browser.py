@@ -288,3 +288,45 @@ def test_two_teams_curators_see_their_own_memories_and_share_a_promoted_one(brow
     assert "OOMKilled" not in bob.page.locator("#content").inner_text()
     alice.check_clean()
     bob.check_clean()
+
+
+def test_curator_clears_the_review_queue_with_the_keyboard(browser, live_server, settings):
+    """A merge candidate, a conflict and a supersession the hub decided alone: the curator reads
+    them on one page and decides each with a key."""
+    from memories.models import ChangeState, KnowledgeChange, Status
+    from tests.memories.test_candidates import FIRST, REWORDED
+
+    settings.ULTRON_DUPLICATE_THRESHOLD, settings.ULTRON_DUPLICATE_SOFT_THRESHOLD = 0.995, 0.4  # REWORDED: a candidate
+    memory_upload(**FIRST)
+    memory_upload(**REWORDED)
+    memory_upload(content="Run the integration tests against Redis 7 with the cluster mode disabled.")
+    conflict = memory_upload(content="Run the integration tests against Redis 7 with the cluster mode enabled.").conflicts[0]
+    old = memory_upload(content="Install dependencies with `poetry install`; the lock file is poetry.lock.",
+                        context="billing-api repository").memory
+    memory_upload(content="We moved from Poetry to uv: dependencies install with `uv sync` and the lock file is uv.lock.",
+                  context="billing-api repository")
+    change = KnowledgeChange.objects.get(old=old)
+
+    curator = Session(browser, live_server.url, "curator")
+    curator.go("/admin/")
+    curator.page.click("text=the review queue")
+    curator.page.wait_for_load_state("networkidle")
+    assert curator.page.locator(".hub-queue-row").count() == 3
+    curator.shot("review-queue")
+    curator.page.keyboard.press("j")  # the newest: the hub's supersession
+    assert curator.page.locator(f"#change-{change.pk}.hub-queue-focus").count() == 1
+    curator.page.keyboard.press("u")
+    curator.page.wait_for_selector(f"#change-{change.pk} .hub-settled")
+    # The focus moved on to the conflict: both hold.
+    assert curator.page.locator(f"#change-{conflict.pk}.hub-queue-focus").count() == 1
+    curator.page.keyboard.press("d")
+    curator.page.wait_for_selector(f"#change-{conflict.pk} .hub-settled")
+    curator.page.keyboard.press("?")
+    assert curator.page.locator("#queue-help[open]").count() == 1
+    curator.shot("review-queue-help")
+    curator.page.keyboard.press("Escape")
+    curator.shot("review-queue-decided")
+    old.refresh_from_db()
+    assert old.status == Status.ACTIVE
+    assert KnowledgeChange.objects.get(pk=conflict.pk).state == ChangeState.DONE
+    curator.check_clean()
