@@ -12,6 +12,7 @@ else's.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,18 +218,20 @@ def _integers(value: Any) -> set[int]:
 
 def leaks(teams: Teams, body: bytes | str, *, allowed: tuple[str, ...] = ()) -> list[str]:
     """What of team A ``body`` shows: the canary, team A's slugs, any UUID of its rows (as text),
-    any of its integer ids (as a JSON number, in a JSON body or JSON lines). ``allowed``: strings
-    the request itself sent (an answer may repeat what it was asked)."""
+    any of its integer ids (a JSON number, in a JSON body or JSON lines, or a number standing alone
+    in text: a link's path, a file). ``allowed``: strings the request itself sent (an answer may
+    repeat what it was asked)."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     lowered = text.lower()
     found = [s for s in teams.a_strings if s.lower() in lowered and s not in allowed]
-    numbers: set[int] = set()
+    # Numbers in text (a page's links, a file): team A's ids have seven digits or more.
+    numbers = {int(n) for n in re.findall(r"(?<![\w.])\d{7,}(?![\w.])", text)}
     for chunk in [text, *text.splitlines()]:
         try:
             numbers |= _integers(json.loads(chunk))
         except ValueError:
             continue
-    return found + [f"integer id {n} of team A" for n in sorted(numbers & teams.a.ints)]
+    return found + [f"integer id {n} of team A" for n in sorted(numbers & teams.a.ints) if str(n) not in allowed]
 
 
 def a_rows_snapshot(teams: Teams) -> dict[str, list]:

@@ -19,8 +19,8 @@ from django.db import DatabaseError, transaction
 
 from agents.selectors import space_or_shared
 from clusters.models import ClusterMember
-from core.spaces import maintenance
 from clusters.services import cluster_assign, skill_search_text
+from core.spaces import maintenance
 from memories.models import EmbeddingSpace, Memory, MemoryContribution, Status
 from memories.redaction import Redacted
 from memories.redaction.policy import Occasion, redact_for
