@@ -12,7 +12,6 @@ else's.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +21,7 @@ from django.db import connection
 from agents.models import Agent, Role, Space
 from agents.scoping import in_space
 from agents.services import agent_create, space_create, token_issue
+from bench.fuzz import ForeignData, sequences_past_every_id
 
 CANARY = "zebraquartz"  # in every text team A stores, and nowhere else
 B_WORD = "koalafjord"  # team B's own
@@ -140,27 +140,6 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
     return rows
 
 
-def _integer_tables() -> list[str]:
-    """Tables of a space's rows whose ids are integers from a sequence."""
-    return sorted({m._meta.db_table for m in apps.get_models()
-                   if any(f.name == "space" and f.is_relation for f in m._meta.get_fields())
-                   and m._meta.pk.get_internal_type() in ("AutoField", "BigAutoField")})
-
-
-def _sequences_past_every_id() -> int:
-    """Every space table's id sequence moved past every id any of them handed out, and at least to
-    ``A_IDS_FROM`` (sequences are not rolled back with a test's transaction: the next test's rows
-    start above this one's). Returns the first id the tables hand out next."""
-    tables = _integer_tables()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT max(coalesce(last_value, 0)) FROM pg_sequences WHERE schemaname || '.' || sequencename"
-                       " = ANY (SELECT pg_get_serial_sequence(t, 'id') FROM unnest(%s::text[]) t)", [tables])
-        start = max(A_IDS_FROM, (cursor.fetchone()[0] or 0) + 1000)
-        for table in tables:
-            cursor.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), %s, false)", [table, start])
-    return start
-
-
 @dataclass
 class Teams:
     a: TeamRows
@@ -189,12 +168,12 @@ def two_teams(settings: Any) -> Teams:
 
     embedding_space_ensure()
     b = _team("team-b", B_WORD, settings)
-    start = _sequences_past_every_id()
+    start = sequences_past_every_id(A_IDS_FROM)
     a = _team("team-a", CANARY, settings)
     assert CANARY not in json.dumps(b.__dict__, default=str)
     assert min(a.ints) >= start > max(b.ints), (sorted(a.ints)[:3], sorted(b.ints)[-3:])
     assert a.skill_slug != b.skill_slug, "team A's skill slug must be its own"
-    _sequences_past_every_id()  # rows stored from now on (team B's writes) have ids of their own too
+    sequences_past_every_id()  # rows stored from now on (team B's writes) have ids of their own too
     b_reader = b.agent
     b_staff = agent_create(name="curator-of-team-b", staff=True, spaces=[(b.space, Role.WRITER)])
     a_staff = agent_create(name="curator-of-team-a", staff=True, spaces=[(a.space, Role.WRITER)])
@@ -204,34 +183,13 @@ def two_teams(settings: Any) -> Teams:
                  a_uuids=[str(pk) for pk in Memory.objects.filter(space=a.space).values_list("pk", flat=True)])
 
 
-def _integers(value: Any) -> set[int]:
-    if isinstance(value, bool):
-        return set()
-    if isinstance(value, int):
-        return {value}
-    if isinstance(value, dict):
-        return set().union(*(_integers(v) for v in value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*(_integers(v) for v in value)) if value else set()
-    return set()
-
-
 def leaks(teams: Teams, body: bytes | str, *, allowed: tuple[str, ...] = ()) -> list[str]:
     """What of team A ``body`` shows: the canary, team A's slugs, any UUID of its rows (as text),
     any of its integer ids (a JSON number, in a JSON body or JSON lines, or a number standing alone
     in text: a link's path, a file). ``allowed``: strings the request itself sent (an answer may
-    repeat what it was asked)."""
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    lowered = text.lower()
-    found = [s for s in teams.a_strings if s.lower() in lowered and s not in allowed]
-    # Numbers in text (a page's links, a file): team A's ids have seven digits or more.
-    numbers = {int(n) for n in re.findall(r"(?<![\w.])\d{7,}(?![\w.])", text)}
-    for chunk in [text, *text.splitlines()]:
-        try:
-            numbers |= _integers(json.loads(chunk))
-        except ValueError:
-            continue
-    return found + [f"integer id {n} of team A" for n in sorted(numbers & teams.a.ints) if str(n) not in allowed]
+    repeat what it was asked). The fuzzer's ``no_foreign_data`` check reads answers the same way."""
+    foreign = ForeignData(strings=teams.a_strings, ints=teams.a.ints)
+    return foreign.found(body.encode() if isinstance(body, str) else body, sent=" ".join(allowed))
 
 
 def a_rows_snapshot(teams: Teams) -> dict[str, list]:
