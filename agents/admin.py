@@ -16,7 +16,9 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from agents import admin_members  # noqa: F401  (registers the spaces and members pages)
-from agents.models import Agent, ApiToken
+from agents.admin_spaces import space_admin_ids, space_choices
+from agents.models import Agent, ApiToken, Role, Space
+from agents.selectors import agents_within_spaces
 from agents.services import agent_create, token_issue, token_lifetime, token_revoke
 from core.admin_tools import HubAdmin, ReadOnlyTabularInline, ViewerLinks, linked
 
@@ -64,6 +66,14 @@ class AgentAdmin(ViewerLinks, HubAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         return False  # nothing on an agent is edited here; its tokens have their own actions
 
+    def get_queryset(self, request):
+        # A space's admin sees (and gives tokens to) the agents that work in their spaces only:
+        # a token opens every space of its agent. Hub-wide admins see every agent.
+        agents = super().get_queryset(request)
+        if request.user.is_superuser:
+            return agents
+        return agents.filter(pk__in=agents_within_spaces(space_ids=space_admin_ids(request)).values("pk"))
+
     @admin.display(description="user account")
     def user_account(self, agent: Agent) -> str:
         return linked(agent, "auth.view_user", "admin:auth_user_change", agent.user_id, agent.user.username)
@@ -88,9 +98,24 @@ class AgentAdmin(ViewerLinks, HubAdmin):
         if not self.has_add_permission(request):
             raise PermissionDenied
         form = AgentForm(request.POST or None)
+        spaces = [] if request.user.is_superuser else space_choices(request, space_admin_ids(request))
+        if spaces:
+            # A space's admin makes agents of their own spaces (without a space, an agent writes
+            # to the shared space, which they may not administer).
+            form.fields["space"] = forms.TypedChoiceField(
+                coerce=int, required=False, empty_value=None, choices=[(s["id"], s["slug"]) for s in spaces],
+                help_text="The agent writes to this space (its default); add other spaces under Members.",
+                error_messages={"invalid_choice": "Choose one of your spaces."})
+        if request.method == "POST" and form.is_valid() and spaces and form.cleaned_data["space"] is None:
+            if len(spaces) == 1:  # nothing to choose
+                form.cleaned_data["space"] = spaces[0]["id"]
+            else:
+                form.add_error("space", "Choose the space the agent writes to.")
         context = {**self.admin_site.each_context(request), "opts": self.opts, "title": "Add an agent", "form": form}
         if request.method == "POST" and form.is_valid():
-            agent = agent_create(name=form.cleaned_data["name"], staff=form.cleaned_data["staff"])
+            space = form.cleaned_data.get("space")
+            agent = agent_create(name=form.cleaned_data["name"], staff=form.cleaned_data["staff"],
+                                 spaces=[(Space.objects.get(pk=space), Role.WRITER)] if space else None)
             label = form.cleaned_data["label"] or f"admin:{request.user.get_username()}"
             issued = token_issue(agent=agent, label=label, lifetime=token_lifetime())
             return TemplateResponse(request, "admin/agents/token_issued.html",
@@ -100,7 +125,7 @@ class AgentAdmin(ViewerLinks, HubAdmin):
     def revoke_view(self, request: HttpRequest, token_id: int) -> HttpResponse:
         if not self.has_token_permission(request):
             raise PermissionDenied
-        token = get_object_or_404(ApiToken, pk=token_id)
+        token = get_object_or_404(ApiToken, pk=token_id, agent__in=self.get_queryset(request))
         token_revoke(token=token)
         messages.success(request, f"Token {token.prefix}… revoked; it no longer opens the API.")
         return HttpResponseRedirect(reverse("admin:agents_agent_change", args=[token.agent_id]))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db.models import Exists, OuterRef, QuerySet
+
 from agents.models import SHARED_SPACE, Agent, Membership, Role, Space, role_at_least
 
 
@@ -74,3 +76,19 @@ def members_of(*, space: Space) -> list[Membership]:
 
 def spaces_listed(*, ids: list[int]) -> list[Space]:
     return list(Space.objects.filter(pk__in=ids).order_by("slug"))
+
+
+def agents_of_spaces(*, space_ids: list[int]) -> QuerySet[Agent]:
+    """The agents with a role in one of ``space_ids`` (what a person working in those spaces may
+    see named: in a list's filter, as the owner of uploaded sessions), by name."""
+    members = Membership.objects.filter(space_id__in=space_ids).values("user_id")
+    return Agent.objects.filter(user_id__in=members).select_related("user").order_by("name")
+
+
+def agents_within_spaces(*, space_ids: list[int]) -> QuerySet[Agent]:
+    """The agents whose every role is in ``space_ids`` (at least one): those whose tokens an
+    admin of these spaces manages. An agent that also works in a space they do not administer is
+    that space's admins' (or a hub-wide admin's) to give tokens to: a token reads every space of
+    its agent."""
+    outside = Membership.objects.filter(user_id=OuterRef("user_id")).exclude(space_id__in=space_ids)
+    return agents_of_spaces(space_ids=space_ids).exclude(Exists(outside))

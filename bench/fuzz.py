@@ -10,6 +10,10 @@ random and from the stored rows, so the detail endpoints are reached past their 
 response is checked: no status >= 500, the status declared for the operation, the body and
 content type as declared, and every error in the API's shape ``{error, message, field?}``.
 
+A second space (``FOREIGN_SPACE``) holds rows of every kind the tokens may not read, each carrying
+a canary word: the requests are sent with its ids and slugs as path parameters too, and every
+response must hold none of its data (``no_foreign_data``: the canary, its slugs, its ids).
+
 ``tests/site/test_fuzz.py`` runs the same checks with a few examples per operation.
 """
 
@@ -17,15 +21,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import itertools
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -67,7 +74,67 @@ def error_shape(ctx: Any, response: Any, case: Any) -> bool | None:
     return None
 
 
-def _checks() -> list:
+FOREIGN_SPACE = "team-a"
+CANARY = "zebraquartz"  # in every text of the foreign space, nowhere else
+FOREIGN_IDS_FROM = 9_100_000  # the foreign space's integer ids are at least this: far above any count
+
+
+@dataclass
+class ForeignData:
+    """What the tokens may not read: texts (the canary, slugs, UUIDs) and integer ids."""
+
+    strings: list[str]
+    ints: set[int]
+
+    def found(self, body: bytes, content_type: str = "", *, sent: str = "") -> list[str]:
+        """What of it ``body`` shows: a string as text (a zip's files read), an integer as a JSON
+        number (in a JSON body or JSON lines) or a number standing alone in text. ``sent``: the
+        request itself, whose strings an answer may repeat (a 404 naming the slug asked for)."""
+        if content_type.startswith("application/zip"):
+            try:
+                with zipfile.ZipFile(io.BytesIO(body)) as archive:
+                    body = b"\n".join(name.encode() + b"\n" + archive.read(name) for name in archive.namelist())
+            except zipfile.BadZipFile:
+                pass
+        text = body.decode("utf-8", "replace")
+        lowered = text.lower()
+        found = [s for s in self.strings if s.lower() in lowered and s.lower() not in sent.lower()]
+        numbers = {int(n) for n in re.findall(r"(?<![\w.])\d{7,}(?![\w.])", text)}
+        for chunk in [text, *text.splitlines()]:
+            try:
+                numbers |= _integers(json.loads(chunk))
+            except ValueError:
+                continue
+        return found + [f"integer id {n}" for n in sorted(numbers & self.ints) if str(n) not in sent]
+
+
+def _integers(value: Any) -> set[int]:
+    if isinstance(value, bool):
+        return set()
+    if isinstance(value, int):
+        return {value}
+    if isinstance(value, dict):
+        return set().union(*map(_integers, value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*map(_integers, value)) if value else set()
+    return set()
+
+
+def no_foreign_data(foreign: ForeignData):
+    """A schemathesis check: the response holds no datum of a space the token cannot read."""
+
+    def check(ctx: Any, response: Any, case: Any) -> bool | None:
+        sent = json.dumps([case.path_parameters, case.query, case.body], default=str)
+        content_type = (response.headers.get("Content-Type") or [""])[0]
+        if found := foreign.found(response.content or b"", content_type, sent=sent):
+            raise AssertionError(f"foreign data in the response: {found[:5]}")
+        return None
+
+    check.__name__ = "no_foreign_data"
+    return check
+
+
+def _checks(foreign: ForeignData | None = None) -> list:
     from schemathesis.checks import not_a_server_error
     from schemathesis.specs.openapi.checks import (
         content_type_conformance,
@@ -76,7 +143,7 @@ def _checks() -> list:
     )
 
     return [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-            error_shape]
+            error_shape, *([no_foreign_data(foreign)] if foreign else [])]
 
 
 @dataclass
@@ -114,6 +181,8 @@ def _failures(error: BaseException) -> list[BaseException]:
 def _failure_name(failure: BaseException) -> str:
     if "error body is not" in str(failure):
         return "error_shape"
+    if "foreign data in the response" in str(failure):
+        return "no_foreign_data"
     return getattr(failure, "title", None) or type(failure).__name__
 
 
@@ -184,16 +253,21 @@ def _hostile_cases(operation: Any, known: dict[str, Any] | None) -> Iterator[Any
 
 
 def fuzz_operation(operation: Any, *, base_url: str, token: str, role: str, examples: int, seed: int,
-                   coverage: int | None = None, path_parameters: dict[str, Any] | None = None) -> OperationResult:
+                   coverage: int | None = None, path_parameters: dict[str, Any] | None = None,
+                   foreign: ForeignData | None = None,
+                   foreign_path_parameters: dict[str, Any] | None = None) -> OperationResult:
     """Send the operation's coverage cases (the first ``coverage`` of them; all with None), the
-    hostile values (``HOSTILE_PARAMETERS``, ``HOSTILE_FIELDS``), then ``examples`` generated valid (positive) and ``examples`` invalid (negative) requests — and as
-    many again on real rows when ``path_parameters`` are known — recording what every check says."""
+    hostile values (``HOSTILE_PARAMETERS``, ``HOSTILE_FIELDS``), then ``examples`` generated valid
+    (positive) and ``examples`` invalid (negative) requests — as many again on real rows when
+    ``path_parameters`` are known, and ``examples`` valid ones on the rows of a space the token
+    cannot read (``foreign_path_parameters``) — recording what every check says (with
+    ``foreign``: also that no response shows that space's data)."""
     import requests
 
     result = OperationResult(operation=operation.label, role=role)
     session = requests.Session()
     headers = {"Authorization": f"Bearer {token}"}
-    checks = _checks()
+    checks = _checks(foreign)
 
     def send(case: Any) -> None:
         response = case.call(base_url=base_url, session=session, headers=headers, timeout=REQUEST_TIMEOUT)
@@ -209,12 +283,13 @@ def fuzz_operation(operation: Any, *, base_url: str, token: str, role: str, exam
 
     # Closed at the end: a kept-alive connection holds a server thread and its database connection.
     with session:
-        _generate(operation, send, examples=examples, seed=seed, coverage=coverage, path_parameters=path_parameters)
+        _generate(operation, send, examples=examples, seed=seed, coverage=coverage, path_parameters=path_parameters,
+                  foreign_path_parameters=foreign_path_parameters)
     return result
 
 
 def _generate(operation: Any, send: Any, *, examples: int, seed: int, coverage: int | None,
-              path_parameters: dict[str, Any] | None) -> None:
+              path_parameters: dict[str, Any] | None, foreign_path_parameters: dict[str, Any] | None = None) -> None:
     import hypothesis
     from hypothesis import HealthCheck, Phase
     from schemathesis import GenerationMode
@@ -227,6 +302,8 @@ def _generate(operation: Any, send: Any, *, examples: int, seed: int, coverage: 
         (GenerationMode.POSITIVE, None), (GenerationMode.NEGATIVE, None)]
     if path_parameters:
         variants += [(GenerationMode.POSITIVE, path_parameters), (GenerationMode.NEGATIVE, path_parameters)]
+    if foreign_path_parameters:
+        variants.append((GenerationMode.POSITIVE, foreign_path_parameters))
     for mode, known in variants:
         strategy = operation.as_strategy(generation_mode=mode, path_parameters=known)
         run = hypothesis.seed(seed)(hypothesis.settings(
@@ -238,21 +315,30 @@ def _generate(operation: Any, send: Any, *, examples: int, seed: int, coverage: 
             continue  # a negative mode with nothing to break (no parameters, no body)
 
 
+def _known(operation: Any, values: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``values`` for every path parameter of ``operation``, or None when some are missing."""
+    names = {p.name for p in operation.path_parameters}
+    known = {k: v for k, v in (values or {}).items() if k in names} or None
+    return known if known is not None and set(known) == names else None
+
+
 def fuzz(*, base_url: str, tokens: dict[str, str], examples: int, seed: int, coverage: int | None = None,
-         path_parameters: dict[str, Any] | None = None, log: Any = None) -> list[OperationResult]:
-    """Every operation of the schema, as each role in ``tokens``."""
+         path_parameters: dict[str, Any] | None = None, foreign: ForeignData | None = None,
+         foreign_path_parameters: dict[str, Any] | None = None, log: Any = None) -> list[OperationResult]:
+    """Every operation of the schema, as each role in ``tokens``; with ``foreign``, every response
+    is also checked for the data of a space the tokens cannot read, and the operations are called
+    with that space's rows (``foreign_path_parameters``) too."""
     schema = load_schema(base_url, next(iter(tokens.values())))  # the schema needs a token too
     results = []
     for operation in schema.get_all_operations():
         operation = operation.ok()
-        names = {p.name for p in operation.path_parameters}
-        known = {k: v for k, v in (path_parameters or {}).items() if k in names} or None
-        if known is not None and set(known) != names:
-            known = None
+        known = _known(operation, path_parameters)
+        foreign_known = _known(operation, foreign_path_parameters)
         for role, token in tokens.items():
             started = time.perf_counter()
             outcome = fuzz_operation(operation, base_url=base_url, token=token, role=role, examples=examples,
-                                     seed=seed, coverage=coverage, path_parameters=known)
+                                     seed=seed, coverage=coverage, path_parameters=known, foreign=foreign,
+                                     foreign_path_parameters=foreign_known)
             if log:
                 log(f"{operation.label:55s} {role:6s} {outcome.requests:5d} requests, "
                     f"{len(outcome.distinct_findings())} findings ({time.perf_counter() - started:.1f} s)")
@@ -295,6 +381,84 @@ def _seed_rows(agent: Any) -> dict[str, Any]:
     job, _ = files_ingest(agent=agent, files=[("notes.md", b"# Notes\n\nThe build failed; pinning setuptools fixed it.\n")])
     known["job_id"] = str(job.pk)
     return known
+
+
+def sequences_past_every_id(minimum: int = 0) -> int:
+    """Every id sequence of a space's table moved past every id any of them handed out (and to
+    ``minimum`` at least): the next rows get ids no earlier row of any of those tables has.
+    Returns the first of them."""
+    from django.apps import apps
+    from django.db import connection
+
+    tables = sorted({m._meta.db_table for m in apps.get_models()
+                     if any(f.name == "space" and f.is_relation for f in m._meta.get_fields())
+                     and m._meta.pk.get_internal_type() in ("AutoField", "BigAutoField")})
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(coalesce(last_value, 0)) FROM pg_sequences WHERE schemaname || '.' || sequencename"
+                       " = ANY (SELECT pg_get_serial_sequence(t, 'id') FROM unnest(%s::text[]) t)", [tables])
+        start = max(minimum, (cursor.fetchone()[0] or 0) + 1000)
+        for table in tables:
+            cursor.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), %s, false)", [table, start])
+    return start
+
+
+def seed_foreign_space() -> tuple[ForeignData, dict[str, Any]]:
+    """A space (``FOREIGN_SPACE``) with memories, a cluster with its published skill, merge
+    candidates, an ingest job with its session and segments, every text carrying ``CANARY`` and
+    every integer id from ``FOREIGN_IDS_FROM``; the ids afterwards move past them (rows stored
+    later get ids of their own). Returns what of it no other space's token may see, and its rows
+    as path parameters. Run in the hub's upkeep scope (``core.spaces.maintenance``)."""
+    from django.conf import settings
+
+    from agents.models import Role
+    from agents.scoping import in_space
+    from agents.services import agent_create, space_create
+    from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
+    from clusters.services import cluster_crystallize
+    from ingestion.models import RawUpload, SessionRecord, TaskSegment
+    from ingestion.services import files_ingest, session_process
+    from memories.models import Memory, MemoryContribution, MergeCandidate
+    from memories.services import memories_upload
+
+    space = space_create(slug=FOREIGN_SPACE, name="Team A")
+    start = sequences_past_every_id(FOREIGN_IDS_FROM)
+    agent = agent_create(name=f"writer-{FOREIGN_SPACE}", spaces=[(space, Role.WRITER)])
+    lessons = [
+        (f"Django cannot reach PostgreSQL when the web container of {CANARY} starts", "add a healthcheck to the db service"),
+        (f"Django fails to connect to PostgreSQL during docker compose up for {CANARY}",
+         "use depends_on with condition service_healthy"),
+        (f"the {CANARY} web service starts before postgres is ready in docker compose",
+         "retry the connection with exponential backoff"),
+        (f"psycopg OperationalError in {CANARY}: connection refused at container start-up",
+         "wait for pg_isready in the entrypoint"),
+    ]
+    threshold = settings.ULTRON_CRYSTALLIZATION_THRESHOLD
+    with in_space(space.pk):
+        memories_upload(agent=agent, space=space, items=[
+            {"content": content, "context": f"docker compose of the {CANARY} project", "resolution": fix,
+             "tags": [CANARY, "docker"]} for content, fix in [*lessons, lessons[0]]])  # the last: a duplicate
+        cluster = KnowledgeCluster.objects.filter(space=space).order_by("-member_count", "pk").first()
+        settings.ULTRON_CRYSTALLIZATION_THRESHOLD = 3  # four memories make a skill here
+        try:
+            version = cluster_crystallize(cluster_id=cluster.pk)
+        finally:
+            settings.ULTRON_CRYSTALLIZATION_THRESHOLD = threshold
+        session = (f'{{"role": "user", "content": "the {CANARY} build fails: pip cannot reach the index"}}\n'
+                   f'{{"role": "assistant", "content": "The {CANARY} build container had no network; '
+                   'building with --network host fixed it."}\n'
+                   '{"role": "user", "content": "great, it builds now"}\n').encode()
+        job, [result] = files_ingest(agent=agent, files=[(f"{CANARY}-session.jsonl", session)], space=space)
+        session_process(session_id=result.session_id)
+        ints = {result.session_id}
+        for model in (KnowledgeCluster, ClusterMember, Skill, SkillVersion, MergeCandidate, MemoryContribution,
+                      RawUpload, SessionRecord, TaskSegment):
+            ints |= set(model.objects.filter(space=space).values_list("pk", flat=True))
+        uuids = [str(pk) for pk in Memory.objects.filter(space=space).values_list("pk", flat=True)]
+    sequences_past_every_id()
+    assert version is not None and min(ints) >= start, "the foreign space needs a skill and ids of its own"
+    foreign = ForeignData(strings=[CANARY, FOREIGN_SPACE, version.skill.slug, str(job.pk), *uuids], ints=ints)
+    return foreign, {"cluster_id": cluster.pk, "slug": version.skill.slug, "version": version.version,
+                     "job_id": str(job.pk)}
 
 
 @contextlib.contextmanager
@@ -343,12 +507,14 @@ def main() -> None:
         curator, agent = agent_create(name="fuzz-curator", staff=True), agent_create(name="fuzz-agent")
         tokens = {"curator": token_issue(agent=curator).token, "agent": token_issue(agent=agent).token}
         known = _seed_rows(agent)
+        foreign, foreign_known = seed_foreign_space()
         parts = urlsplit(settings.DATABASE_URL)
         database_url = urlunsplit(parts._replace(path="/" + quote(connection.settings_dict["NAME"])))
         started = time.perf_counter()
         with _server(database_url) as base:
             results = fuzz(base_url=base, tokens=tokens, examples=args.examples, seed=args.seed,
-                           coverage=args.coverage, path_parameters=known, log=progress)
+                           coverage=args.coverage, path_parameters=known, foreign=foreign,
+                           foreign_path_parameters=foreign_known, log=progress)
         seconds = time.perf_counter() - started
     _print(results, seconds, args)
 
@@ -365,6 +531,7 @@ def _print(results: list[OperationResult], seconds: float, args: argparse.Namesp
         "operations": len({r.operation for r in results}), "requests": sum(r.requests for r in results),
         "server_errors": sum(r.server_errors for r in results),
         "schema_violations": sum(1 for r in results for f in r.findings if f.status < 500),
+        "foreign_data": sum(1 for r in results for f in r.findings if f.check == "no_foreign_data"),
         "distinct_findings": sum(len(r.distinct_findings()) for r in results),
         "examples": args.examples, "seed": args.seed, "seconds": round(seconds, 1),
     }

@@ -124,7 +124,7 @@ class ClusterListApi(APIView):
 
 
 class ClusterDetailApi(APIView):
-    @extend_schema(parameters=[SPACES_PARAM], responses={200: ClusterDetailSerializer, **error_responses(403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={200: ClusterDetailSerializer, **error_responses(400, 403, 404)})
     def get(self, request: Request, cluster_id: int) -> Response:
         detail = selectors.cluster_detail(cluster_id=cluster_id, members_limit=200, space_ids=_space_ids(request))
         return Response(ClusterDetailSerializer(detail, context=_context(request)).data)
@@ -154,7 +154,7 @@ class ClusterCrystallizeApi(APIView):
 
 class SkillListApi(APIView):
     @extend_schema(operation_id="skills_list", parameters=[SPACES_PARAM], responses={200: inline_serializer("SkillList", {"results": SkillSerializer(many=True)}),
-                              **error_responses(403)})
+                              **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
         skills = selectors.skills_listed(include_unpublished=request.user.is_staff, limit=500,
                                          space_ids=_space_ids(request))
@@ -162,7 +162,7 @@ class SkillListApi(APIView):
 
 
 class SkillDetailApi(APIView):
-    @extend_schema(parameters=[SPACES_PARAM], responses={200: SkillDetailSerializer, **error_responses(403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={200: SkillDetailSerializer, **error_responses(400, 403, 404)})
     def get(self, request: Request, slug: str) -> Response:
         skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff,
                                     space_ids=_space_ids(request))
@@ -173,7 +173,7 @@ class SkillVersionsApi(APIView):
     @extend_schema(parameters=[SPACES_PARAM], responses={
         200: inline_serializer("SkillVersions", {"slug": serializers.CharField(),
                                                  "versions": SkillVersionSerializer(many=True)}),
-        **error_responses(403, 404)})
+        **error_responses(400, 403, 404)})
     def get(self, request: Request, slug: str) -> Response:
         skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff,
                                     space_ids=_space_ids(request))
@@ -187,7 +187,7 @@ class SkillPublishApi(APIView):
     permission_classes = [IsAdminUser, SpaceScope]
 
     @extend_schema(request=None, parameters=[SPACES_PARAM], responses={200: SkillVersionSerializer,
-                                                                       **error_responses(403, 404)})
+                                                                       **error_responses(400, 403, 404)})
     def post(self, request: Request, slug: str, version: int) -> Response:
         writable = [i for i in _space_ids(request) if api_access(request).can(i, Role.WRITER)]
         row = selectors.skill_version_get(slug=slug, version=version, space_ids=writable)
@@ -214,7 +214,9 @@ class SkillSearchApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = dict(data.validated_data)
-        hits = services.skills_search(**params, space_ids=read_ids(api_access(request), params.pop("spaces", None)))
+        # Popped before the call: ``**params`` is unpacked before the keyword arguments after it run.
+        space_ids = read_ids(api_access(request), params.pop("spaces", None))
+        hits = services.skills_search(**params, space_ids=space_ids)
         context = _context(request)
         return Response({"results": [{**SkillSerializer(skill, context=context).data,
                                       "similarity_score": round(similarity, 6)} for skill, similarity in hits]})

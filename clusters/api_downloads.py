@@ -47,7 +47,7 @@ _PACKAGE: dict[Any, OpenApiResponse] = {(200, "application/zip"): OpenApiRespons
 
 
 class SkillFileApi(_Download):
-    @extend_schema(parameters=[SPACES_PARAM], responses={**_FILE, **error_responses(403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={**_FILE, **error_responses(400, 403, 404)})
     def get(self, request: Request, slug: str) -> HttpResponse:
         version = self.version(request, slug)
         response = HttpResponse(version.body, content_type="text/markdown; charset=utf-8")
@@ -56,7 +56,7 @@ class SkillFileApi(_Download):
 
 
 class SkillPackageApi(_Download):
-    @extend_schema(parameters=[SPACES_PARAM], responses={**_PACKAGE, **error_responses(403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM], responses={**_PACKAGE, **error_responses(400, 403, 404)})
     def get(self, request: Request, slug: str) -> HttpResponse:
         version = self.version(request, slug)
         response = HttpResponse(skill_package(version), content_type="application/zip")

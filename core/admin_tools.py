@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -32,6 +33,13 @@ class HubAdmin(ModelAdmin):
         if type(field).__name__ in _UNFILTERABLE:
             return False
         return super().lookup_allowed(lookup, value, request)
+
+    def history_view(self, request, object_id, extra_context=None):
+        # Django looks the row up before asking whether the person may see the model at all, so a
+        # person without the right learnt which ids exist (403) and which do not (redirect).
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        return super().history_view(request, object_id, extra_context)
 
 
 class ReadOnlyAdmin(HubAdmin):

@@ -22,6 +22,7 @@ from django.utils.html import format_html
 from agents.admin_spaces import SpaceScopedAdmin, page_space_chosen, page_spaces, space_choices
 from agents.models import Agent
 from agents.scoping import in_space
+from agents.selectors import agents_of_spaces
 from core.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ViewerLinks, linked
 from ingestion.formats import ACCEPTED
 from ingestion.models import IngestJob, RawUpload, SegmentMemory, SessionRecord, TaskSegment
@@ -29,6 +30,7 @@ from ingestion.selectors import job_progress
 from ingestion.services import IngestError
 from ingestion.services.accept import files_ingest, uploads_check
 from ingestion.services.work import work_retry
+from memories.admin_filters import AgentFilter
 
 audit = logging.getLogger("ultron.audit")
 
@@ -120,9 +122,13 @@ class IngestJobAdmin(SpaceScopedAdmin, ViewerLinks, ReadOnlyAdmin):
         if not request.user.has_perm("ingestion.upload_sessions"):
             raise PermissionDenied
         spaces = space_choices(request, page_spaces(request))  # the spaces the person's pages write to
+        # The agents of those spaces (another team's are not offered, nor named).
+        agents = Agent.objects.order_by("name") if request.user.is_superuser else agents_of_spaces(
+            space_ids=page_spaces(request))
         form = IngestForm(request.POST or None, request.FILES or None,
-                          initial={"agent": _agent_default(), "space": page_space_chosen(request)})
+                          initial={"agent": _agent_default(agents), "space": page_space_chosen(request)})
         form.fields["agent"].widget.attrs["required"] = False  # the form says what is missing, not the browser
+        form.fields["agent"].queryset = agents  # type: ignore[attr-defined]  # a ModelChoiceField
         form.fields["space"].choices = [(s["id"], s["slug"]) for s in spaces]  # type: ignore[attr-defined]  # a ChoiceField
         if request.method == "POST" and form.is_valid() and form.cleaned_data["space"] is None:
             if len(spaces) == 1:  # nothing to choose
@@ -142,7 +148,7 @@ class IngestJobAdmin(SpaceScopedAdmin, ViewerLinks, ReadOnlyAdmin):
                 messages.success(request, f"{len(results)} file(s) accepted; the pipeline is working on them.")
                 return HttpResponseRedirect(reverse("admin:ingestion_ingestjob_change", args=[job.pk]))
         context = {**self.admin_site.each_context(request), "form": form, "title": "Upload sessions",
-                   "opts": self.opts, "no_agents": not Agent.objects.exists(),
+                   "opts": self.opts, "no_agents": not agents.exists(),
                    "may_add_agent": request.user.has_perm("agents.add_agent")}
         return TemplateResponse(request, "admin/ingestion/upload.html", context)
 
@@ -157,13 +163,15 @@ class IngestJobAdmin(SpaceScopedAdmin, ViewerLinks, ReadOnlyAdmin):
         return TemplateResponse(request, "admin/ingestion/job_progress.html", context)
 
 
-def _agent_default() -> int | None:
-    """The agent to preselect: the only one, else the one whose sessions were uploaded last."""
+def _agent_default(agents: Any) -> int | None:
+    """The agent to preselect among ``agents``: the only one, else the one whose sessions were
+    uploaded last."""
     # Two rows tell whether there is exactly one agent, without counting them all.
-    agents = list(Agent.objects.values_list("pk", flat=True)[:2])
-    if len(agents) == 1:
-        return agents[0]
-    return IngestJob.objects.filter(agent__isnull=False).order_by("-created_at").values_list("agent_id", flat=True).first()
+    first = list(agents.values_list("pk", flat=True)[:2])
+    if len(first) == 1:
+        return first[0]
+    return (IngestJob.objects.filter(agent__in=agents.values("pk")).order_by("-created_at")
+            .values_list("agent_id", flat=True).first())
 
 
 def _progress_context(job: IngestJob) -> dict[str, Any]:
@@ -177,7 +185,7 @@ SESSION_SEGMENTS_SHOWN = 200
 @admin.register(SessionRecord)
 class SessionRecordAdmin(SpaceScopedAdmin, ViewerLinks, RetryWork):
     list_display = ("identity", "agent", "message_count", "segmentation", "attempts", "updated_at")
-    list_filter = ("segmentation", "agent")
+    list_filter = ("segmentation", ("agent", AgentFilter))
     search_fields = ("identity",)
     list_select_related = ("agent",)
     retry_fields = ("segmentation",)

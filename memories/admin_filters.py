@@ -3,14 +3,19 @@ rest (source, merge flag, agent, tag, cluster) listed without counts."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.core.cache import cache
 from django.db.models import Count
 
+from agents.admin_spaces import page_spaces
+from agents.selectors import agents_of_spaces
 from core.spaces import scope_current
 from memories.models import Memory
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
 
 
 class WithoutCounts:
@@ -26,7 +31,10 @@ class WithoutCounts:
 
 
 class AgentFilter(WithoutCounts, admin.RelatedFieldListFilter):
-    pass
+    """The agents of the spaces the pages cover: another team's agents are not named here."""
+
+    def field_choices(self, field, request, model_admin) -> list[tuple[str, str | _StrPromise]]:
+        return [(str(agent.pk), str(agent)) for agent in agents_of_spaces(space_ids=page_spaces(request))]
 
 
 class UncountedChoicesFilter(WithoutCounts, admin.ChoicesFieldListFilter):

@@ -177,9 +177,13 @@ def cluster_import(
 
 
 def _version_create(skill: Skill, v: SkillVersionImport) -> SkillVersion:
+    # The memories it cites that the skill's space holds: a file from another space (or hub) may
+    # cite memories that stay there, and a version never points into another space.
+    held = {str(pk) for pk in Memory.objects.filter(pk__in=list(v.memory_ids), space=skill.space_id)
+            .values_list("pk", flat=True)}
     version = SkillVersion.objects.create(
         space_id=skill.space_id, skill=skill, version=v.version, name=v.name[:200], description=v.description, body=v.body,
-        memory_ids=list(v.memory_ids), cluster_id=v.cluster_id, quality=v.quality or {},
+        memory_ids=[m for m in v.memory_ids if str(m) in held], cluster_id=v.cluster_id, quality=v.quality or {},
         verification=v.verification or {}, score=v.score, status=v.status, reason=v.reason, author=v.author[:100],
     )
     _times(SkillVersion, version.pk, created_at=v.created_at)

@@ -20,6 +20,7 @@ from django.db import DatabaseError, transaction
 from agents.selectors import space_or_shared
 from clusters.models import ClusterMember
 from clusters.services import cluster_assign, skill_search_text
+from core.spaces import maintenance
 from memories.models import EmbeddingSpace, Memory, MemoryContribution, Status
 from memories.redaction import Redacted
 from memories.redaction.policy import Occasion, redact_for
@@ -233,7 +234,11 @@ class Importer:
         ids = [line.data["id"] for line in lines if line.kind == "memory"]
         target = space_or_shared(self.ctx.space_id)
         held, elsewhere = set(), {}
-        for pk, space_id, slug in Memory.objects.filter(pk__in=ids).values_list("pk", "space_id", "space__slug"):
+        # Read past the target space's scope: which space holds an id the file brings (the
+        # operator's console knows every space; the import itself reads and writes the target only).
+        with maintenance():
+            holders = list(Memory.objects.filter(pk__in=ids).values_list("pk", "space_id", "space__slug"))
+        for pk, space_id, slug in holders:
             if space_id == target:
                 held.add(pk)
             else:
