@@ -248,7 +248,7 @@ def test_no_command_shows_team_a_to_team_b(hub, teams, capsys, monkeypatch, tmp_
     commands = _subcommands(parser)
     assert {" ".join(c) for c in commands} == {
         "login", "logout", "status", "spaces", "search", "details", "upload", "ingest", "ingest-text", "watch",
-        "context", "skills list", "skills show", "skills install", "mcp"}, sorted(commands)
+        "context", "export", "skills list", "skills show", "skills install", "mcp"}, sorted(commands)
     run = {c: p for c, p in commands.items() if c[0] not in NOT_RUN}
     reads = {c: p for c, p in run.items() if c[0] not in WRITE_COMMANDS}
 
