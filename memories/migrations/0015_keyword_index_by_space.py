@@ -20,20 +20,7 @@ from django.db import migrations
 # The function as migration 0014 made it, for going back.
 _FUNCTION_0014 = import_module("memories.migrations.0014_keyword_matches").FUNCTION
 
-FORWARD = """
-CREATE OR REPLACE FUNCTION memories_space_lexeme(space bigint) RETURNS tsvector
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT array_to_tsvector(ARRAY['§' || space::text]) $$;
-
-CREATE OR REPLACE FUNCTION memories_spaces_query(spaces bigint[]) RETURNS tsquery
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT COALESCE(string_agg(quote_literal('§' || s::text), ' | '), '''§none''')::tsquery FROM unnest(spaces) s
-$$;
-
-DROP INDEX IF EXISTS memory_fts_active;
-CREATE INDEX memory_fts_space_active ON memories_memory
-    USING gin ((search_vector || memories_space_lexeme(space_id))) WITH (fastupdate = off)
-    WHERE status = 'active';
-
+FUNCTION = """
 CREATE OR REPLACE FUNCTION memories_keyword_matches(
     query tsquery, exclude tsquery, cap integer, spaces bigint[], kind text, level text, wanted varchar[]
 ) RETURNS TABLE (
@@ -57,6 +44,22 @@ CREATE OR REPLACE FUNCTION memories_keyword_matches(
     LIMIT cap
 $$;
 """
+
+FORWARD = """
+CREATE OR REPLACE FUNCTION memories_space_lexeme(space bigint) RETURNS tsvector
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT array_to_tsvector(ARRAY['§' || space::text]) $$;
+
+CREATE OR REPLACE FUNCTION memories_spaces_query(spaces bigint[]) RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(string_agg(quote_literal('§' || s::text), ' | '), '''§none''')::tsquery FROM unnest(spaces) s
+$$;
+
+DROP INDEX IF EXISTS memory_fts_active;
+CREATE INDEX memory_fts_space_active ON memories_memory
+    USING gin ((search_vector || memories_space_lexeme(space_id))) WITH (fastupdate = off)
+    WHERE status = 'active';
+
+""" + FUNCTION
 
 BACKWARD = _FUNCTION_0014 + """
 DROP INDEX IF EXISTS memory_fts_space_active;

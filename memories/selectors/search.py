@@ -105,7 +105,8 @@ _KEYWORD_ROWS = """
 # memories.0014 reads the index as the owner, within the spaces the session reads.
 _KEYWORD_ROWS_POLICED = """
     SELECT * FROM memories_keyword_matches(%({query})s::tsquery, {exclude}::tsquery, %(keyword_cap)s,
-                                           %(spaces)s::bigint[], %(kind)s, %(level)s, %(tags)s::varchar[])"""
+                                           %(spaces)s::bigint[], %(kind)s, %(level)s, %(tags)s::varchar[],
+                                           %(by_space)s)"""
 # When the plain query may match more than the cap, the tight query's matches come first, and the
 # plain query is read (the tight matches left out) only if they are fewer than the candidates.
 _KEYWORD_TIGHT_CTE = """
@@ -248,6 +249,11 @@ def search_params(
 ITERATIVE_SCAN = "SET LOCAL hnsw.iterative_scan = relaxed_order"
 
 
+# The searched spaces hold at most this part of the hub (hub rows / their rows >= 2) for the
+# keyword side to intersect words and spaces inside the index.
+BY_SPACE_SCALE = 2.0
+
+
 def _candidates(limit: int) -> int:
     return max(limit * 4, 40)
 
@@ -310,6 +316,9 @@ def memory_search(
     params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score,
                                 tight=tight))
     params["floor"] = floor
+    # The index is asked for the searched spaces with the words only when they hold a small part
+    # of the hub (migration memories.0017): for most of it the spaces' lexemes cost more than they save.
+    params["by_space"] = terms.hub_scale >= BY_SPACE_SCALE
     with transaction.atomic(), connection.cursor() as cursor:
         # SET LOCAL, inside the transaction: the next query on this connection gets the defaults back.
         # pgvector accepts ef_search up to 1000.

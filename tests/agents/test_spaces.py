@@ -182,8 +182,12 @@ def test_keyword_search_reads_only_the_sessions_spaces_even_as_the_owner(teams):
             assert [h.id for h in hits] == [in_b.pk], mode
         assert memory_search(vector=vector, text="flamegraph", mode="keyword", space_ids=[teams["a"].pk]) == []
         with connection.cursor() as cursor:
-            cursor.execute("SELECT id FROM memories_keyword_matches('flamegraph'::tsquery, NULL, 10, %s, NULL, NULL, NULL)",
+            cursor.execute("SELECT id FROM memories_keyword_matches('flamegraph'::tsquery, NULL, 10, %s, NULL, NULL, NULL, true)",
                            [[teams["a"].pk, teams["b"].pk]])
+            assert [row[0] for row in cursor.fetchall()] == [in_b.pk]
+            # Words alone, the spaces checked on each match: the same answer.
+            cursor.execute("SELECT id FROM memories_keyword_matches('flamegraph'::tsquery, NULL, 10, %s, NULL, NULL, "
+                           "NULL, false)", [[teams["a"].pk, teams["b"].pk]])
             assert [row[0] for row in cursor.fetchall()] == [in_b.pk]
     with space_scope(read=[teams["a"].pk, teams["b"].pk]):
         hits = memory_search(vector=vector, text="flamegraph profiler", mode="keyword", limit=10)
