@@ -50,9 +50,8 @@ WITH query AS (
     SELECT lexeme, position FROM query UNION ALL SELECT '', NULL
 )
 SELECT w.lexeme, COALESCE(sum(c.memories), 0), count(c.id),
-       -- the hub's active memories as the planner's statistics have them: the full-text index
-       -- (migration 0015) holds one entry each; no row of any space is read
-       (SELECT reltuples FROM pg_class WHERE relname = 'memory_fts_space_active')
+       -- the hub's active memories, every space's (migration 0018): one number, no row of any space
+       (SELECT memories_active_total())
 FROM wanted w LEFT JOIN {LexemeCount._meta.db_table} c ON c.lexeme = w.lexeme
 GROUP BY w.lexeme, w.position
 ORDER BY w.position NULLS FIRST
@@ -75,8 +74,8 @@ def query_terms(text: str, *, limit: int = 10) -> QueryTerms:
         lexeme_counts_compact(spread)
     total = next((int(count) for lexeme, count, _, _ in rows if lexeme == ""), 0)
     terms = [(lexeme, int(count)) for lexeme, count, _, _ in rows if lexeme != ""]
-    table_rows = float(rows[0][3] or 0) if rows else 0.0  # -1 before the table's first ANALYZE
-    scale = max(1.0, table_rows / total) if total > 0 and table_rows > 0 else 1.0
+    hub_rows = float(rows[0][3] or 0) if rows else 0.0
+    scale = max(1.0, hub_rows / total) if total > 0 and hub_rows > 0 else 1.0
     return QueryTerms([term for term, _ in terms], dict(terms), total, scale)
 
 
