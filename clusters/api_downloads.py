@@ -72,7 +72,7 @@ class MemoryFileApi(_Download):
     """MEMORY.md: the current knowledge of the spaces read, as one Markdown file (docs/api.md#memorymd)."""
 
     @extend_schema(operation_id="memories_export_md", parameters=[SPACES_PARAM],
-                   responses={**_MEMORY_FILE, **error_responses(403)})
+                   responses={**_MEMORY_FILE, **error_responses(400, 403)})
     def get(self, request: Request) -> HttpResponse:
         ids = query_read_ids(request)
         slugs = api_access(request).slugs
