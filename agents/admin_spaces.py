@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 
 from agents.models import Role
-from agents.selectors import SpaceAccess, space_access
+from agents.selectors import SpaceAccess, space_access, spaces_listed
+from core.errors import FORBIDDEN, NOT_FOUND
 
 SESSION_KEY = "ultron_space"
 
@@ -132,3 +135,25 @@ class SpaceScopedAdmin:
     @admin.display(description="space", ordering="space__slug")
     def space_slug(self, obj: Any) -> str:
         return obj.space.slug
+
+
+def promote_target(request) -> Any:
+    """The space a promote form names (POST ``space``, an id), or 403: the promote services
+    check the person curates it."""
+    value = request.POST.get("space", "").strip()
+    found = spaces_listed(ids=[int(value)]) if value.isdigit() else []
+    if not found:
+        raise PermissionDenied("You do not curate that space.")
+    return found[0]
+
+
+def promote_refused(request, error: Any, back: Any) -> Any:
+    """A promote service's refusal as the page answers it: a source the person does not curate
+    is missing (404), a target they do not curate forbidden (403), anything else a message on
+    the page they came from (``back``)."""
+    if error.code == NOT_FOUND:
+        raise Http404 from None
+    if error.code == FORBIDDEN:
+        raise PermissionDenied(error.message) from None
+    messages.error(request, error.message)
+    return back

@@ -24,10 +24,11 @@ from agents.admin_spaces import (
     SpaceScopedAdmin,
     curated_spaces,
     page_spaces,
+    promote_refused,
+    promote_target,
     space_choices,
     space_slug_of,
 )
-from agents.selectors import spaces_listed
 from clusters.knowledge_file import knowledge_markdown
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
@@ -40,7 +41,6 @@ from clusters.services import (
 from clusters.skill_files import skill_package, skill_version_for_download
 from clusters.tasks import crystallize_task
 from core.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ReadOnlyTabularInline
-from core.errors import FORBIDDEN, NOT_FOUND
 from core.queue import enqueue_on_commit
 
 
@@ -265,24 +265,16 @@ class SkillAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
         skill = self.get_object(request, str(skill_id))
         if skill is None:  # another space's skill is missing here, like one that never existed
             raise Http404
-        value = request.POST.get("space", "").strip()
-        found = spaces_listed(ids=[int(value)]) if value.isdigit() else []
-        if not found:
-            raise PermissionDenied("You do not curate that space.")
+        target = promote_target(request)
         back = HttpResponseRedirect(reverse("admin:clusters_skill_change", args=[skill.pk]))
         try:
-            promoted = skill_promote(skill_id=skill.pk, target=found[0], user=request.user)
+            promoted = skill_promote(skill_id=skill.pk, target=target, user=request.user)
         except SkillPromoteError as exc:
-            if exc.code == NOT_FOUND:
-                raise Http404 from None
-            if exc.code == FORBIDDEN:
-                raise PermissionDenied(exc.message) from None
-            messages.error(request, exc.message)
-            return back
+            return promote_refused(request, exc, back)
         url = reverse("admin:clusters_skill_change", args=[promoted.skill.pk])
         what = "the copy" if promoted.created else f"version {promoted.version.version} of the copy"
         messages.success(request, format_html('Promoted to space {}: <a class="hub-link" href="{}">{}</a>.',
-                                              found[0].slug, url, what))
+                                              target.slug, url, what))
         return back
 
     def _download_version(self, request: HttpRequest, skill_id: int) -> SkillVersion:

@@ -11,9 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from agents.admin_spaces import curated_spaces, space_choices
-from agents.selectors import spaces_listed
-from core.errors import FORBIDDEN, NOT_FOUND
+from agents.admin_spaces import curated_spaces, promote_refused, promote_target, space_choices
 from memories.services import PromoteError, memory_promote
 
 
@@ -30,25 +28,17 @@ def promote_view(admin: Any, request: HttpRequest, memory_id: Any) -> HttpRespon
     memory = admin.get_object(request, str(memory_id))
     if memory is None:  # another space's memory is missing here, like one that never existed
         raise Http404
-    value = request.POST.get("space", "").strip()
-    found = spaces_listed(ids=[int(value)]) if value.isdigit() else []
-    if not found:
-        raise PermissionDenied("You do not curate that space.")
+    target = promote_target(request)
     back = HttpResponseRedirect(reverse("admin:memories_memory_change", args=[memory.pk]))
     try:
-        result = memory_promote(memory_id=memory.pk, target=found[0], user=request.user)
+        result = memory_promote(memory_id=memory.pk, target=target, user=request.user)
     except PromoteError as exc:
-        if exc.code == NOT_FOUND:
-            raise Http404 from None
-        if exc.code == FORBIDDEN:
-            raise PermissionDenied(exc.message) from None
-        messages.error(request, exc.message)
-        return back
+        return promote_refused(request, exc, back)
     url = reverse("admin:memories_memory_change", args=[result.memory.pk])
     if result.merged:
         messages.info(request, format_html('Space {} already had this memory: the copy was merged into '
-                                           '<a class="hub-link" href="{}">its memory</a>.', found[0].slug, url))
+                                           '<a class="hub-link" href="{}">its memory</a>.', target.slug, url))
     else:
         messages.success(request, format_html('Promoted to space {}: <a class="hub-link" href="{}">the copy</a>.',
-                                              found[0].slug, url))
+                                              target.slug, url))
     return back

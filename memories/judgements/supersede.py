@@ -24,7 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from memories.judgements.prompts import memory_prompt
 from memories.judgements.same_subject import _FUNCTION_WORDS, _negations, details_conflicts
+from memories.providers.llm import InvalidReply, LLMError, get_llm
+
+logger = logging.getLogger("ultron.memories")
 
 SUPERSEDES, CONFLICT, NONE = "supersedes", "conflict", "none"
 
@@ -175,9 +179,6 @@ def llm_change_verdict(old: tuple[str, str, str], new: tuple[str, str, str], evi
     resolution): ``new`` (the newer replaces the older), ``old`` (the older still holds),
     ``both`` (both hold, in different situations) or ``unsure``. None when no LLM is configured
     or it fails: the conflict then waits for a curator."""
-    from memories.judgements.prompts import memory_prompt
-    from memories.providers.llm import InvalidReply, LLMError, get_llm
-
     llm = get_llm()
     if not llm.available:
         return None
@@ -200,5 +201,5 @@ def llm_change_verdict(old: tuple[str, str, str], new: tuple[str, str, str], evi
     try:
         return llm.ask_json(system=system, user=user, validate=validate, max_tokens=20, purpose="supersede")
     except LLMError as exc:
-        logging.getLogger("ultron.memories").warning("conflict check failed, left to a curator: %s", exc)
+        logger.warning("conflict check failed, left to a curator: %s", exc)
         return None

@@ -14,6 +14,9 @@ from django.utils import timezone
 
 from memories.models import (
     CandidateStatus,
+    ChangeKind,
+    ChangeState,
+    KnowledgeChange,
     Memory,
     MemoryContribution,
     MergeCandidate,
@@ -100,29 +103,26 @@ def tier_snapshots(*, since: datetime.date, space_ids: list[int] | None = None) 
     return {row["day"]: {k: row[k] for k in ("hot", "warm", "cold", "archived")} for row in rows}
 
 
+def conflicts_open() -> QuerySet[KnowledgeChange]:
+    """Conflicts waiting for a curator: open, and both memories still active (one archived or
+    superseded meanwhile leaves nothing to decide)."""
+    return KnowledgeChange.objects.filter(kind=ChangeKind.CONFLICT, state=ChangeState.OPEN,
+                                          old__status=Status.ACTIVE, new__status=Status.ACTIVE)
+
+
 def changes_open(*, space_ids: list[int] | None = None, limit: int = 50) -> list[Any]:
     """Conflicts waiting for a curator, newest first: both memories still active (one that was
     archived or superseded meanwhile leaves nothing to decide)."""
-    from memories.models import ChangeKind, ChangeState, KnowledgeChange
-
-    rows = (KnowledgeChange.objects.filter(kind=ChangeKind.CONFLICT, state=ChangeState.OPEN,
-                                           old__status=Status.ACTIVE, new__status=Status.ACTIVE)
-            .select_related("old", "new").order_by("-created_at", "-pk"))
+    rows = conflicts_open().select_related("old", "new").order_by("-created_at", "-pk")
     return list(_in_spaces(rows, space_ids)[:limit])
 
 
 def changes_open_count(*, space_ids: list[int] | None = None) -> int:
-    from memories.models import ChangeKind, ChangeState, KnowledgeChange
-
-    rows = KnowledgeChange.objects.filter(kind=ChangeKind.CONFLICT, state=ChangeState.OPEN,
-                                          old__status=Status.ACTIVE, new__status=Status.ACTIVE)
-    return _in_spaces(rows, space_ids).count()
+    return _in_spaces(conflicts_open(), space_ids).count()
 
 
 def supersessions_recent(*, days: int, space_ids: list[int] | None = None, limit: int = 50) -> list[Any]:
     """Supersessions decided (or undone) in the last ``days`` days, newest first."""
-    from memories.models import ChangeKind, KnowledgeChange
-
     since = timezone.now() - datetime.timedelta(days=days)
     rows = (KnowledgeChange.objects.filter(kind=ChangeKind.SUPERSESSION, created_at__gte=since)
             .select_related("old", "new").order_by("-created_at", "-pk"))
@@ -130,8 +130,6 @@ def supersessions_recent(*, days: int, space_ids: list[int] | None = None, limit
 
 
 def change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
-    from memories.models import KnowledgeChange
-
     return KnowledgeChange.objects.filter(pk=change_id, space_id__in=space_ids).exists()
 
 
@@ -143,17 +141,14 @@ QUEUE_DAYS = 30
 
 
 def _queue_querysets(space_ids: list[int] | None) -> dict[str, Any]:
-    from memories.models import ChangeKind, ChangeState, KnowledgeChange
-
     since = timezone.now() - datetime.timedelta(days=QUEUE_DAYS)
     return {
         # A pair that is also an open conflict is shown once, as the conflict.
         "candidate": _in_spaces(merge_candidates_open().exclude(Exists(KnowledgeChange.objects.filter(
             kind=ChangeKind.CONFLICT, state=ChangeState.OPEN, old=OuterRef("duplicate_of"), new=OuterRef("memory"))))
             .select_related("memory", "duplicate_of").defer("memory__embedding", "duplicate_of__embedding"), space_ids),
-        "conflict": _in_spaces(KnowledgeChange.objects.filter(
-            kind=ChangeKind.CONFLICT, state=ChangeState.OPEN, old__status=Status.ACTIVE, new__status=Status.ACTIVE)
-            .select_related("old", "new").defer("old__embedding", "new__embedding"), space_ids),
+        "conflict": _in_spaces(conflicts_open().select_related("old", "new")
+                               .defer("old__embedding", "new__embedding"), space_ids),
         "supersession": _in_spaces(KnowledgeChange.objects.filter(
             kind=ChangeKind.SUPERSESSION, state=ChangeState.DONE, decided_by__in=["hub", "llm"], created_at__gte=since)
             .select_related("old", "new").defer("old__embedding", "new__embedding"), space_ids),
