@@ -249,12 +249,15 @@ def search_params(
 ITERATIVE_SCAN = "SET LOCAL hnsw.iterative_scan = relaxed_order"
 
 
-# The searched spaces hold at most this part of the hub (hub rows / their rows >= 20, a twentieth)
-# for the keyword side to intersect words and spaces inside the index. Measured at 1M memories in
-# ten spaces: for one space (a tenth) or three, intersecting cost more than checking each match's
-# space (API hybrid p95 87 / 117 ms against 31 / 36 ms at the service); it pays for a small team in
-# a large hub, whose words' matches are mostly other teams'.
-BY_SPACE_SCALE = 20.0
+# The searched spaces hold at most this part of the hub (hub rows / their rows >= 2, a half) for
+# the keyword side to intersect words and spaces inside the index (migration memories.0017). The
+# index then reads the words' entries at the spaces' own (GIN's fast scan skips through the longer
+# list); without it, every match of a word hub-wide is fetched and its space checked. Measured at
+# 1M memories in ten spaces (each call planned for its values, 0019): for one space of ten,
+# intersecting read 1,000 matches of a common word in 13–20 ms against 60–90 ms; for five of ten the
+# two ways cost the same; for nine of ten intersecting cost twice as much (the spaces' lexemes are
+# nearly as long as the table).
+BY_SPACE_SCALE = 2.0
 
 
 def _candidates(limit: int) -> int:
@@ -319,8 +322,8 @@ def memory_search(
     params.update(search_params(vector=vector, terms=terms, tsquery=tsquery, limit=limit, min_score=min_score,
                                 tight=tight))
     params["floor"] = floor
-    # The index is asked for the searched spaces with the words only when they hold a small part
-    # of the hub (migration memories.0017): for most of it the spaces' lexemes cost more than they save.
+    # The index is asked for the searched spaces with the words only when they hold at most half of
+    # the hub (migration memories.0017): beyond that the spaces' lexemes cost more than they save.
     params["by_space"] = terms.hub_scale >= BY_SPACE_SCALE
     with transaction.atomic(), connection.cursor() as cursor:
         # SET LOCAL, inside the transaction: the next query on this connection gets the defaults back.
