@@ -332,6 +332,7 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
         return [
             path("merge-review/", view(admin_review.review_view), name="memories_memory_merge_review"),
             path("queue/", view(admin_queue.queue_view), name="memories_memory_queue"),
+            path("queue/decide/", view(admin_queue.decide_view, post=True), name="memories_memory_queue_decide"),
             path("merge-review/<uuid:memory_id>/<str:action>/", view(admin_review.review_action, post=True),
                  name="memories_memory_review_action"),
             path("merge-review/contribution/<int:contribution_id>/split/",

@@ -1,58 +1,89 @@
 """The review queue (``admin/memories/memory/queue/``): one page for everything the hub decided
-alone or could not decide, newest first — merge candidates, conflicts, supersessions and
-automatic merges — each with both sides, the words that differ, and one-click actions (undo for
-what the hub did alone). Keys: j / k move, m merge or "newer is current", d "different" or "both
-hold", u undo, ? help (``ultron/queue.js``). The actions are those of the merge-review page."""
+alone or could not decide, newest first — merge candidates (grouped in families: pairs that share
+a memory are one decision), conflicts, supersessions and automatic merges — each with both sides,
+the words that differ, and one-click actions. Rows can be selected and decided together (bulk
+merge, different, accept). Keys: j / k move, m the row's main action, d different / both hold,
+o the older text or memory, u undo, x select, ? help (``ultron/queue.js``).
+
+Every decision, one row's or many, is a POST to ``queue/decide/`` naming the rows (``items``:
+``family:<candidate ids>``, ``change:<id>``, ``contribution:<id>``) and the ``action``; each row
+is looked up within the page's spaces and decided by a service."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.contrib import messages
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
+from django.http import HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import escape
 
 from agents.admin_spaces import page_spaces
 from core.admin_tools import HtmxHttpRequest
 from memories.admin_review import _body, word_diff
+from memories.models import ChangeKind
+from memories.providers.llm import get_llm
 from memories.selectors import review as reads
+from memories.services import ChangeError, MemoryInputError, conflict_decide, supersession_undo
+from memories.services.queue import (
+    change_let_stand,
+    contribution_let_stand,
+    family_dismiss,
+    family_merge,
+)
+from memories.services.review import contribution_split
 
 PER_PAGE = 25
 KIND_NAMES = {"candidate": "Merge candidates", "conflict": "Conflicts", "supersession": "Supersessions",
               "merge": "Automatic merges"}
+# What each bulk button does to each kind of row (a kind missing from an action's map is skipped).
+BULK_ACTIONS = {"merge": "Merge", "different": "Different / both hold", "accept": "Accept"}
 
 
-def _action(label: str, key: str, url: str, primary: bool = False) -> dict[str, Any]:
-    return {"label": label, "key": key, "url": url, "primary": primary}
+def _action(label: str, key: str, action: str, primary: bool = False) -> dict[str, Any]:
+    return {"label": label, "key": key, "action": action, "primary": primary}
 
 
-def _item(kind: str, row: Any) -> dict[str, Any]:
+def _family_item(family: reads.CandidateFamily, *, llm: bool) -> dict[str, Any]:
+    oldest, newest = family.members[0], family.members[-1]
+    pairs = len(family.candidate_ids)
+    why = "; ".join(family.conflicts) or f"similarity {family.similarity:.3f}"
+    if len(family.members) > 2:
+        why = f"{len(family.members)} memories, {pairs} pairs (highest similarity {family.similarity:.3f})"
+    if llm:  # the LLM writes one text from the members' afterwards
+        actions = [_action("Merge", "m", "merge", True)]
+    else:  # no LLM will write one: the curator says which text stays, and the merge is finished
+        actions = [_action("Merge, keep newer text", "m", "keep-newer", True),
+                   _action("Merge, keep older text", "o", "keep-older")]
+    actions.append(_action("Different", "d", "different"))
+    return {"kind": "candidate", "id": f"family-{family.pk}", "token": "family:" + ".".join(map(str, family.candidate_ids)),
+            "older": oldest, "newer": newest, "middle": family.members[1:-1], "pairs": pairs,
+            "family": family.pk if pairs > 1 else None,
+            "diff": word_diff(_body(oldest), _body(newest)), "when": family.created_at, "why": why, "actions": actions}
+
+
+def _item(kind: str, row: Any, *, llm: bool) -> dict[str, Any]:
     """A queue row: its two sides (older, newer), what differs, and its actions."""
-    change = "admin:memories_memory_change_action"
     if kind == "candidate":
-        return {"kind": kind, "id": f"candidate-{row.pk}", "older": row.duplicate_of, "newer": row.memory,
-                "diff": word_diff(_body(row.duplicate_of), _body(row.memory)), "when": row.created_at,
-                "why": "; ".join(row.conflicts) or f"similarity {row.similarity:.3f}", "actions": [
-                    _action("Merge", "m", reverse("admin:memories_memory_candidate_action", args=[row.pk, "merge"]), True),
-                    _action("Different", "d", reverse("admin:memories_memory_candidate_action", args=[row.pk, "dismiss"]))]}
+        return _family_item(row, llm=llm)
     if kind == "conflict":
-        return {"kind": kind, "id": f"change-{row.pk}", "older": row.old, "newer": row.new,
+        return {"kind": kind, "id": f"change-{row.pk}", "token": f"change:{row.pk}", "older": row.old, "newer": row.new,
                 "diff": word_diff(_body(row.old), _body(row.new)), "when": row.created_at, "why": row.evidence,
-                "actions": [_action("Newer is current", "m", reverse(change, args=[row.pk, "new"]), True),
-                            _action("Older is current", "o", reverse(change, args=[row.pk, "old"])),
-                            _action("Both hold", "d", reverse(change, args=[row.pk, "both"]))]}
+                "actions": [_action("Newer is current", "m", "new", True), _action("Older is current", "o", "old"),
+                            _action("Both hold", "d", "both")]}
     if kind == "supersession":
-        return {"kind": kind, "id": f"change-{row.pk}", "older": row.old, "newer": row.new,
+        return {"kind": kind, "id": f"change-{row.pk}", "token": f"change:{row.pk}", "older": row.old, "newer": row.new,
                 "diff": word_diff(_body(row.old), _body(row.new)), "when": row.created_at,
                 "why": f"{row.order}: {row.evidence} (decided by {row.decided_by})",
-                "actions": [_action("Undo", "u", reverse(change, args=[row.pk, "undo"]))]}
-    return {"kind": kind, "id": f"merge-{row.pk}", "older": row.memory, "newer": None, "upload": row,
-            "diff": word_diff(_body(row.memory), _body(row)), "when": row.created_at,
+                "actions": [_action("Accept", "m", "accept", True), _action("Undo", "u", "undo")]}
+    return {"kind": kind, "id": f"merge-{row.pk}", "token": f"contribution:{row.pk}", "older": row.memory,
+            "newer": None, "upload": row, "diff": word_diff(_body(row.memory), _body(row)), "when": row.created_at,
             "why": f"{row.match_reason}, similarity {row.similarity:.3f}",
-            "actions": [_action("Undo (split back)", "u",
-                                reverse("admin:memories_memory_split", args=[row.pk]))]}
+            "actions": [_action("Accept", "m", "accept", True), _action("Undo (split back)", "u", "split")]}
 
 
 def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
@@ -62,14 +93,126 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     kind = kind if kind in reads.QUEUE_KINDS else None
     try:
         page = max(1, int(request.GET.get("page", "1")))
+        family = int(request.GET["family"]) if request.GET.get("family") else None
     except ValueError:
-        page = 1
-    rows, counts = reads.review_queue(kind=kind, page=page, per_page=PER_PAGE, space_ids=page_spaces(request))
-    total = counts[kind] if kind else sum(counts.values())
+        page, family = 1, None
+    if family is not None:
+        kind = "candidate"
+    rows, counts = reads.review_queue(kind=kind, page=page, per_page=PER_PAGE, space_ids=page_spaces(request),
+                                      family=family)
+    llm = get_llm().available
+    total = counts[kind] if kind else sum(counts[k] for k in reads.QUEUE_KINDS)
     pages = max(1, math.ceil(total / PER_PAGE))
     context = {
         **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue",
-        "items": [_item(name, row) for name, row in rows], "kind": kind, "total": total, "page": page,
-        "pages": pages, "all_count": sum(counts.values()), "kinds": [{"kind": k, "name": KIND_NAMES[k], "count": counts[k]} for k in reads.QUEUE_KINDS],
+        "items": [_item(name, row, llm=llm) for name, row in rows], "kind": kind, "total": total, "page": page,
+        "pages": pages, "all_count": sum(counts[k] for k in reads.QUEUE_KINDS), "family": family, "llm": llm,
+        "pairs": counts["candidate_pairs"], "bulk_actions": BULK_ACTIONS.items(),
+        "kinds": [{"kind": k, "name": KIND_NAMES[k], "count": counts[k]} for k in reads.QUEUE_KINDS],
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
+
+
+# --- deciding ---------------------------------------------------------------------------------
+
+def _family(ids: list[int], action: str, user: str, llm: bool) -> str | None:
+    if action in ("merge", "accept"):
+        action = "merge" if llm else "keep-newer"
+    if action == "different":
+        family_dismiss(candidate_ids=ids, decided_by=user)
+        return "Different: these pairs will not be proposed again."
+    keep_text = {"merge": None, "keep-newer": "newer", "keep-older": "older"}.get(action, "")
+    if keep_text == "":
+        return None
+    family_merge(candidate_ids=ids, decided_by=user, keep_text=keep_text)
+    return {None: "Merged into the oldest; the LLM writes one text from them.",
+            "newer": "Merged into the oldest, which now has the newer text.",
+            "older": "Merged into the oldest, which keeps its own text."}[keep_text]
+
+
+def _change(change_id: int, action: str, user: str) -> str | None:
+    kind = reads.change_kind(change_id=change_id)
+    if kind == ChangeKind.CONFLICT:
+        decision = {"accept": "new", "merge": None, "different": "both"}.get(action, action)
+        if decision not in ("new", "old", "both"):
+            return None
+        conflict_decide(change_id=change_id, decision=decision, user=user)
+        return {"new": "Settled: the newer memory is current; the older one is superseded.",
+                "old": "Settled: the older memory stays current; the newer one is superseded.",
+                "both": "Settled: both hold; nothing changed."}[decision]
+    if action == "undo":
+        supersession_undo(change_id=change_id, user=user)
+        return "Undone: the older memory is current again."
+    if action == "accept":
+        change_let_stand(change_id=change_id, user=user)
+        return "Accepted: the newer memory stays current."
+    return None
+
+
+def _contribution(contribution_id: int, action: str, user: str) -> str | None:
+    if action == "split":
+        new = contribution_split(contribution_id=contribution_id, editor=user)
+        return f"Split back into a memory of its own ({new.pk})."
+    if action == "accept":
+        contribution_let_stand(contribution_id=contribution_id, user=user)
+        return "Accepted: the merge stands."
+    return None
+
+
+def _parse(token: str) -> tuple[str, list[int]] | None:
+    kind, _, ids = token.partition(":")
+    try:
+        numbers = [int(part) for part in ids.split(".") if part]
+    except ValueError:
+        return None
+    return (kind, numbers) if kind in ("family", "change", "contribution") and numbers else None
+
+
+def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
+    """Decide the rows named in ``items`` with ``action``: one row (its button; htmx swaps the row
+    for the outcome) or many (the bulk bar; the page comes back with a count)."""
+    if not request.user.has_perm("memories.review_merges"):
+        raise PermissionDenied
+    action, tokens = request.POST.get("action", ""), request.POST.getlist("items")
+    user, spaces, llm = request.user.get_username(), page_spaces(request), get_llm().available
+    handlers: dict[str, Callable[[list[int]], str | None]] = {
+        "family": lambda ids: _family(ids, action, user, llm),
+        "change": lambda ids: _change(ids[0], action, user),
+        "contribution": lambda ids: _contribution(ids[0], action, user),
+    }
+    done, skipped, failed, outcome = 0, 0, [], ""
+    for token in tokens[:500]:
+        parsed = _parse(token)
+        # Another space's row is missing here, like one that never existed.
+        if parsed is None or not reads.queue_rows_in_spaces(kind=parsed[0], ids=parsed[1], space_ids=spaces):
+            failed.append("That item no longer exists.")
+            continue
+        try:
+            result = handlers[parsed[0]](parsed[1])
+        except (MemoryInputError, ChangeError) as exc:
+            failed.append(f"{exc.message[0].upper()}{exc.message[1:]}.")
+            continue
+        except ObjectDoesNotExist:
+            failed.append("That item no longer exists.")
+            continue
+        if result is None:
+            skipped += 1
+        else:
+            done, outcome = done + 1, result
+    if not tokens:
+        failed.append("Select the rows to decide first.")
+    if len(tokens) == 1:
+        message, level = (failed[0], messages.ERROR) if failed else (outcome or "Nothing to do for this row.",
+                                                                      messages.SUCCESS)
+    else:
+        message = f"{done} decided" + (f", {skipped} skipped (the action does not apply to them)" if skipped else "") + (
+            f", {len(failed)} failed: {failed[0]}" if failed else "") + "."
+        level = messages.ERROR if failed and not done else messages.SUCCESS
+    if request.htmx and len(tokens) == 1:
+        cell = HttpResponse(f'<td colspan="6"><div class="hub-settled">{escape(message)}</div></td>')
+        cell["HX-Trigger"] = "merge-reviewed"
+        return cell
+    messages.add_message(request, level, message)
+    back, queue = request.POST.get("next", ""), reverse("admin:memories_memory_queue")
+    # Back to the queue page the decision came from (only that page: never an outside URL).
+    return HttpResponseRedirect(back if back.startswith(queue) and "//" not in back else queue)

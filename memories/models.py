@@ -144,6 +144,9 @@ class MemoryContribution(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
     provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A curator let an automatic merge stand: it leaves the review queue (splitting stays possible).
+    reviewed_by = models.CharField(max_length=150, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
     merged_at = models.DateTimeField(
         null=True, blank=True, help_text="When an LLM merge folded this text into the memory."
     )
@@ -283,6 +286,9 @@ class KnowledgeChange(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     undone_by = models.CharField(max_length=150, blank=True)
     undone_at = models.DateTimeField(null=True, blank=True)
+    # A curator looked at what the hub decided alone and let it stand: it leaves the review queue.
+    reviewed_by = models.CharField(max_length=150, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -4,6 +4,7 @@ open merge candidates, recent automatic merges, new memories per day and the tie
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
@@ -136,7 +137,7 @@ def change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
 # --- the review queue: everything the hub decided alone or could not decide -------------------
 
 QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge")
-# Decisions the hub took alone stay in the queue this long, for a curator to undo.
+# Decisions the hub took alone stay in the queue this long, for a curator to undo or let stand.
 QUEUE_DAYS = 30
 
 
@@ -150,26 +151,106 @@ def _queue_querysets(space_ids: list[int] | None) -> dict[str, Any]:
         "conflict": _in_spaces(conflicts_open().select_related("old", "new")
                                .defer("old__embedding", "new__embedding"), space_ids),
         "supersession": _in_spaces(KnowledgeChange.objects.filter(
-            kind=ChangeKind.SUPERSESSION, state=ChangeState.DONE, decided_by__in=["hub", "llm"], created_at__gte=since)
+            kind=ChangeKind.SUPERSESSION, state=ChangeState.DONE, decided_by__in=["hub", "llm"], created_at__gte=since,
+            reviewed_at__isnull=True)
             .select_related("old", "new").defer("old__embedding", "new__embedding"), space_ids),
         # Automatic merges whose memory is still there to split them from.
         "merge": _in_spaces(MemoryContribution.objects.filter(
-            created_at__gte=since, match_reason__in=AUTOMATIC_REASONS, memory__status=Status.ACTIVE)
-            .exclude(match_reason="exact").select_related("memory", "agent").defer("memory__embedding"), space_ids),
+            created_at__gte=since, match_reason__in=AUTOMATIC_REASONS, memory__status=Status.ACTIVE,
+            reviewed_at__isnull=True).exclude(match_reason="exact").select_related("memory", "agent").defer("memory__embedding"), space_ids),
     }
 
 
-def review_queue(*, kind: str | None, page: int, per_page: int,
-                 space_ids: list[int] | None = None) -> tuple[list[tuple[str, Any]], dict[str, int]]:
+@dataclass
+class CandidateFamily:
+    """Open merge candidates that share memories, directly or through others: one decision in
+    the queue. Named by its lowest candidate id; ``members`` oldest first (the survivor of a merge)."""
+
+    pk: int
+    candidate_ids: list[int]
+    member_ids: list[Any]
+    created_at: datetime.datetime
+    similarity: float
+    conflicts: list[str]
+    members: list[Memory] = field(default_factory=list)
+
+
+def _families(queryset: Any, *, connect: bool = True) -> list[CandidateFamily]:
+    """The open candidates grouped into families (connected pairs), newest first; without
+    ``connect``, each pair on its own."""
+    rows = list(queryset.order_by().values_list("pk", "memory_id", "duplicate_of_id", "created_at", "similarity",
+                                                "conflicts"))
+    parent: dict[Any, Any] = {}
+
+    def root(node: Any) -> Any:
+        parent.setdefault(node, node)
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for _, memory_id, duplicate_of_id, *_ in rows:
+        if connect:
+            parent[root(memory_id)] = root(duplicate_of_id)
+    grouped: dict[Any, list[tuple]] = {}
+    for row in rows:
+        grouped.setdefault(root(row[1]) if connect else row[0], []).append(row)
+    families = []
+    for pairs in grouped.values():
+        members = list(dict.fromkeys(m for row in sorted(pairs) for m in (row[2], row[1])))
+        families.append(CandidateFamily(
+            pk=min(row[0] for row in pairs), candidate_ids=sorted(row[0] for row in pairs), member_ids=members,
+            created_at=max(row[3] for row in pairs), similarity=max(row[4] for row in pairs),
+            conflicts=list(dict.fromkeys(c for row in pairs for c in row[5]))))
+    families.sort(key=lambda f: (f.created_at, f.pk), reverse=True)
+    return families
+
+
+def _family_members(families: list[CandidateFamily]) -> None:
+    """Load the families' memories (without their vectors), oldest first."""
+    ids = {m for family in families for m in family.member_ids}
+    found = {m.pk: m for m in Memory.objects.filter(pk__in=ids).defer("embedding")}
+    for family in families:
+        family.members = sorted((found[m] for m in family.member_ids if m in found), key=lambda m: (m.created_at, str(m.pk)))
+
+
+def review_queue(*, kind: str | None, page: int, per_page: int, space_ids: list[int] | None = None,
+                 family: int | None = None) -> tuple[list[tuple[str, Any]], dict[str, int]]:
     """One page of the review queue, newest first: ``(kind, row)`` pairs of ``kind`` (None:
-    every kind), and how many items each kind holds."""
+    every kind), and how many items each kind holds. Merge candidates come as families
+    (``CandidateFamily``, one decision each; ``counts["candidate_pairs"]`` counts their pairs);
+    with ``family`` (a family's name), that family's pairs one by one instead."""
     querysets = _queue_querysets(space_ids)
-    counts = {name: queryset.count() for name, queryset in querysets.items()}
+    families = _families(querysets.pop("candidate"))
+    counts = {"candidate": len(families), **{name: queryset.count() for name, queryset in querysets.items()}}
+    counts["candidate_pairs"] = sum(len(f.candidate_ids) for f in families)
+    if family is not None:
+        chosen = next((f for f in families if f.pk == family), None)
+        families = _families(_queue_querysets(space_ids)["candidate"].filter(pk__in=chosen.candidate_ids),
+                             connect=False) if chosen else []
     wanted = [kind] if kind in QUEUE_KINDS else list(QUEUE_KINDS)
     end = page * per_page
     rows: list[tuple[Any, str, Any]] = []
     for name in wanted:
+        if name == "candidate":
+            rows.extend((f.created_at, name, f) for f in families[:end])
+            continue
         for row in querysets[name].order_by("-created_at", "-pk")[:end]:
             rows.append((row.created_at, name, row))
     rows.sort(key=lambda item: item[0], reverse=True)
-    return [(name, row) for _, name, row in rows[end - per_page:end]], counts
+    shown = rows[end - per_page:end]
+    _family_members([row for _, name, row in shown if name == "candidate"])
+    return [(name, row) for _, name, row in shown], counts
+
+
+def change_kind(*, change_id: int) -> str | None:
+    return KnowledgeChange.objects.filter(pk=change_id).values_list("kind", flat=True).first()
+
+
+_QUEUE_ROWS = {"family": MergeCandidate, "change": KnowledgeChange, "contribution": MemoryContribution}
+
+
+def queue_rows_in_spaces(*, kind: str, ids: list[int], space_ids: list[int]) -> bool:
+    """Whether every row named (candidates of a family, a change, a contribution) is in ``space_ids``."""
+    wanted = set(ids)
+    return _QUEUE_ROWS[kind].objects.filter(pk__in=wanted, space_id__in=space_ids).count() == len(wanted)

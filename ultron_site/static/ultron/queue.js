@@ -1,5 +1,6 @@
 // The review queue's keys: j / k move between rows, m d o u press the focused row's button with
-// that key (data-key), ? opens the help. Typing in a field never triggers them.
+// that key (data-key), x selects the row for a bulk decision, ? opens the help. Typing in a field
+// never triggers them. The bulk bar's buttons are enabled while rows are selected.
 (function () {
   function rows() { return Array.prototype.slice.call(document.querySelectorAll(".hub-queue-row")); }
   function current() { return document.querySelector(".hub-queue-row.hub-queue-focus"); }
@@ -14,6 +15,25 @@
     var at = all.indexOf(current());
     focus(all[Math.max(0, Math.min(all.length - 1, at < 0 ? 0 : at + step))]);
   }
+  function selection() {
+    var boxes = Array.prototype.slice.call(document.querySelectorAll('.hub-queue-row input[name="items"]'));
+    var chosen = boxes.filter(function (box) { return box.checked; }).length;
+    var counter = document.getElementById("queue-selected");
+    if (counter) { counter.textContent = String(chosen); }
+    document.querySelectorAll('#queue-bulk button[type="submit"]').forEach(function (button) { button.disabled = chosen === 0; });
+    return boxes;
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target && event.target.name === "items") { selection(); }
+  });
+  document.addEventListener("click", function (event) {
+    var all = event.target && event.target.closest && event.target.closest("[data-select-all]");
+    if (!all) { return; }
+    var boxes = selection().filter(function (box) { return !box.disabled; });
+    var every = boxes.every(function (box) { return box.checked; });
+    boxes.forEach(function (box) { box.checked = !every; });
+    selection();
+  });
   document.addEventListener("keydown", function (event) {
     if (!document.getElementById("review-queue")) { return; }
     var target = event.target;
@@ -25,6 +45,12 @@
     if (event.key === "k") { move(-1); event.preventDefault(); return; }
     var row = current();
     if (!row) { return; }
+    if (event.key === "x") {
+      var box = row.querySelector('input[name="items"]');
+      if (box && !box.disabled) { box.checked = !box.checked; selection(); }
+      event.preventDefault();
+      return;
+    }
     var button = row.querySelector('button[data-key="' + event.key + '"]');
     if (button) { button.click(); event.preventDefault(); }
   });
@@ -32,5 +58,7 @@
   document.addEventListener("htmx:afterSwap", function (event) {
     var row = event.target.closest && event.target.closest(".hub-queue-row");
     if (row && row === current()) { move(1); }
+    selection();
   });
+  document.addEventListener("DOMContentLoaded", selection);
 })();
