@@ -247,7 +247,7 @@ def change_kind(*, change_id: int) -> str | None:
     return KnowledgeChange.objects.filter(pk=change_id).values_list("kind", flat=True).first()
 
 
-_QUEUE_ROWS = {"family": MergeCandidate, "change": KnowledgeChange, "contribution": MemoryContribution}
+_QUEUE_ROWS: dict[str, Any] = {"family": MergeCandidate, "change": KnowledgeChange, "contribution": MemoryContribution}
 
 
 def queue_rows_in_spaces(*, kind: str, ids: list[int], space_ids: list[int]) -> bool:
