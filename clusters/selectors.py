@@ -6,15 +6,18 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db.models.functions import Coalesce, Left, NullIf
 
 from clusters.models import (
     ClusterChange,
     ClusterMember,
+    ClusterSuggestion,
     KnowledgeCluster,
     Skill,
     SkillStatus,
     SkillVersion,
+    SuggestionStatus,
 )
 from core.errors import ApplicationError
 from memories.models import Memory, Status
@@ -251,7 +254,44 @@ def cluster_changes(*, space_ids: list[int] | None = None, cluster_id: int | Non
     return queryset
 
 
-def cluster_members_listed(*, cluster: KnowledgeCluster, limit: int = 200) -> list[ClusterMember]:
-    """A cluster's members for the split and move forms: the best placed first, with their memory."""
-    return list(ClusterMember.objects.filter(cluster=cluster).select_related("memory")
-                .defer("vector", "memory__embedding", "memory__search_vector").order_by("-similarity", "pk")[:limit])
+def cluster_members_listed(*, cluster: KnowledgeCluster, limit: int | None = 200) -> list[ClusterMember]:
+    """A cluster's members for the split and move forms: the best placed first, with their memory
+    (``limit`` None: all of them)."""
+    queryset = (ClusterMember.objects.filter(cluster=cluster).select_related("memory")
+                .defer("vector", "memory__embedding", "memory__search_vector").order_by("-similarity", "pk"))
+    return list(queryset if limit is None else queryset[:limit])
+
+
+def cluster_changes_standing_by_repair(since: Any) -> QuerySet[ClusterChange]:
+    """The repair's merges and moves since ``since`` that still stand (the review queue's
+    ``cluster_move`` rows), each with the one-line text of its first memory (``first_text``)."""
+    first_text = (Memory.objects.filter(pk=OuterRef("memory_ids__0"))
+                  .annotate(text=Coalesce(NullIf("summary_l0", Value("")), Left("content", 200), output_field=TextField()))
+                  .values("text")[:1])
+    return (ClusterChange.objects.filter(decided_by="repair", undone_at__isnull=True, created_at__gte=since)
+            .annotate(first_text=Subquery(first_text)))
+
+
+def cluster_suggestions_open(*, space_ids: list[int] | None = None,
+                             cluster_id: int | None = None) -> QuerySet[ClusterSuggestion]:
+    """Merge suggestions waiting for a verdict (of ``space_ids``; of ``cluster_id`` when given),
+    with both clusters (without their vectors)."""
+    queryset = ClusterSuggestion.objects.filter(status=SuggestionStatus.OPEN)
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
+    if cluster_id is not None:
+        queryset = queryset.filter(Q(first_id=cluster_id) | Q(second_id=cluster_id))
+    return queryset.select_related("first", "second").defer(
+        "first__centroid", "first__direction", "second__centroid", "second__direction")
+
+
+def cluster_change_get(*, change_id: int, space_ids: list[int]) -> ClusterChange | None:
+    return ClusterChange.objects.filter(pk=change_id, space_id__in=space_ids).first()
+
+
+def cluster_suggestion_exists(*, suggestion_id: int, space_ids: list[int]) -> bool:
+    return ClusterSuggestion.objects.filter(pk=suggestion_id, space_id__in=space_ids).exists()
+
+
+def cluster_exists(*, cluster_id: int) -> bool:
+    return KnowledgeCluster.objects.filter(pk=cluster_id).exists()

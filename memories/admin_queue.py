@@ -7,6 +7,7 @@ hold", u undo, ? help (``ultron/queue.js``). The actions are those of the merge-
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -24,12 +25,34 @@ KIND_NAMES = {"candidate": "Merge candidates", "conflict": "Conflicts", "superse
               "merge": "Automatic merges"}
 
 
-def _action(label: str, key: str, url: str, primary: bool = False) -> dict[str, Any]:
+# Rows of the kinds other apps add (``reads.review_queue_kind_register``): kind -> (tab name, row builder).
+_REGISTERED: dict[str, tuple[str, Callable[[Any], dict[str, Any]]]] = {}
+
+
+def queue_item_register(kind: str, name: str, item: Callable[[Any], dict[str, Any]]) -> None:
+    """The page side of a kind another app adds to the queue: its tab's ``name``, and ``item``,
+    which turns one of its rows into the page's row — ``kind``, ``id`` (the row's HTML id; an
+    action's htmx answer replaces the row's cells), ``when``, ``why``, ``actions`` (``queue_action``)
+    and ``cells``: the two middle cells (what the row is about, and what changed), as safe HTML."""
+    _REGISTERED[kind] = (name, item)
+
+
+def queue_action(label: str, key: str, url: str, primary: bool = False) -> dict[str, Any]:
+    """One button of a queue row: a POST to ``url``; ``key`` presses it from the keyboard."""
     return {"label": label, "key": key, "url": url, "primary": primary}
+
+
+_action = queue_action
+
+
+def _kind_name(kind: str) -> str:
+    return KIND_NAMES.get(kind) or _REGISTERED[kind][0]
 
 
 def _item(kind: str, row: Any) -> dict[str, Any]:
     """A queue row: its two sides (older, newer), what differs, and its actions."""
+    if kind in _REGISTERED:
+        return _REGISTERED[kind][1](row)
     change = "admin:memories_memory_change_action"
     if kind == "candidate":
         return {"kind": kind, "id": f"candidate-{row.pk}", "older": row.duplicate_of, "newer": row.memory,
@@ -59,7 +82,7 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     if not request.user.has_perm("memories.review_merges"):
         raise PermissionDenied
     kind = request.GET.get("kind") or None
-    kind = kind if kind in reads.QUEUE_KINDS else None
+    kind = kind if kind in reads.queue_kinds() else None
     try:
         page = max(1, int(request.GET.get("page", "1")))
     except ValueError:
@@ -70,6 +93,6 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     context = {
         **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue",
         "items": [_item(name, row) for name, row in rows], "kind": kind, "total": total, "page": page,
-        "pages": pages, "all_count": sum(counts.values()), "kinds": [{"kind": k, "name": KIND_NAMES[k], "count": counts[k]} for k in reads.QUEUE_KINDS],
+        "pages": pages, "all_count": sum(counts.values()), "kinds": [{"kind": k, "name": _kind_name(k), "count": counts[k]} for k in reads.queue_kinds()],
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)

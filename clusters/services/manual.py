@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from clusters.models import ClusterChange, ClusterChangeKind, ClusterMember, KnowledgeCluster
@@ -86,16 +87,21 @@ def cluster_split(*, cluster_id: Any, memory_ids: list[Any], user: str,
         return change
 
 
-def cluster_member_move(*, memory_id: Any, to_cluster_id: Any, user: str,
-                        space_ids: list[int] | None = None) -> ClusterChange:
-    """Move one memory from its cluster to another of its space (a cluster it leaves empty is
-    deleted; undo makes it again). Both centroid sums change by exactly its vector."""
+def cluster_member_move(*, memory_id: Any, to_cluster_id: Any, user: str, space_ids: list[int] | None = None,
+                        from_cluster_id: int | None = None) -> ClusterChange:
+    """Move one memory from its cluster (``from_cluster_id``, when the caller names it) to
+    another of its space (a cluster it leaves empty is deleted; undo makes it again). Both
+    centroid sums change by exactly its vector."""
     with transaction.atomic():
         placement_lock()
-        member = ClusterMember.objects.select_for_update().filter(memory_id=memory_id).first()
-        if member is None or (space_ids is not None and member.space_id not in space_ids):
-            raise ClusterChangeError("the memory is in no cluster (not active, or not placed yet)",
-                                     field="memory_id")
+        try:
+            member = ClusterMember.objects.select_for_update().filter(memory_id=memory_id).first()
+        except ValidationError:  # not a UUID
+            member = None
+        if member is None or (space_ids is not None and member.space_id not in space_ids) or (
+                from_cluster_id is not None and member.cluster_id != from_cluster_id):
+            where = "this cluster" if from_cluster_id is not None else "a cluster (not active, or not placed yet)"
+            raise ClusterChangeError(f"the memory is not in {where}", field="memory_id")
         source = _cluster(member.cluster_id, space_ids, "memory_id")
         target = _cluster(to_cluster_id, space_ids, "to_cluster_id")
         if target.pk == source.pk:
