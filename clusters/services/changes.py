@@ -108,7 +108,7 @@ def change_record(*, kind: str, source: KnowledgeCluster, target: KnowledgeClust
         space_id=source.space_id, kind=kind, from_cluster_id=source.pk, to_cluster_id=target.pk,
         from_topic=source.topic[:200], to_topic=target.topic[:200], memory_ids=list(memory_ids),
         similarity=similarity, decided_by=by[:150])
-    _history(memory_ids, space_id=source.space_id, editor=by, action=HISTORY_ACTIONS[ClusterChangeKind(kind)],
+    _history(memory_ids, space_id=source.space_id, editor=by, action=HISTORY_ACTIONS[ClusterChangeKind(kind)],  # type: ignore[arg-type]  # never null (stubs read a default as optional)
              source=(source.pk, source.topic), target=(target.pk, target.topic), change=change)
     return change
 
@@ -250,7 +250,7 @@ def cluster_change_undo(*, change_id: int, user: str, space_ids: list[int] | Non
             raise ClusterChangeError(f"none of its memories is in cluster {target.pk} any more")
         source = KnowledgeCluster.objects.select_for_update().filter(pk=change.from_cluster_id).first()
         if source is None:
-            source = empty_cluster(space_id=change.space_id, topic=change.from_topic, pk=change.from_cluster_id)
+            source = empty_cluster(space_id=change.space_id, topic=change.from_topic, pk=change.from_cluster_id)  # type: ignore[arg-type]  # never null (stubs read a default as optional)
         moved = members_shift(source=target.pk, target=source.pk, memory_ids=still)
         skills_follow(cluster_ids=[source.pk, target.pk])
         skills_mark_changed(cluster_ids=[source.pk, target.pk], moved=moved, change=change)
@@ -260,6 +260,6 @@ def cluster_change_undo(*, change_id: int, user: str, space_ids: list[int] | Non
             cluster_relabel(cluster_id=target.pk, offline=True)
         change.undone_by, change.undone_at = user[:150], timezone.now()
         change.save(update_fields=["undone_by", "undone_at"])
-        _history(moved, space_id=change.space_id, editor=user, action="cluster undo",
+        _history(moved, space_id=change.space_id, editor=user, action="cluster undo",  # type: ignore[arg-type]  # never null (stubs read a default as optional)
                  source=(target.pk, change.to_topic), target=(source.pk, change.from_topic), change=change)
         return change

@@ -77,7 +77,7 @@ def cluster_split(*, cluster_id: Any, memory_ids: list[Any], user: str,
         if len(chosen) >= len(members):
             raise ClusterChangeError("a split leaves members on both sides: choose fewer than all of them",
                                      field="memory_ids")
-        new = empty_cluster(space_id=cluster.space_id)
+        new = empty_cluster(space_id=cluster.space_id)  # type: ignore[arg-type]  # never null (stubs read a default as optional)
         moved = members_shift(source=cluster.pk, target=new.pk, memory_ids=chosen)
         new.topic = cluster_relabel(cluster_id=new.pk, offline=True)
         change = change_record(kind=ClusterChangeKind.SPLIT, source=cluster, target=new, memory_ids=moved, by=user)

@@ -55,8 +55,8 @@ def _merge_close(*, threshold: float, band: tuple[float, float], limit: int) -> 
     recent = (KnowledgeCluster.objects.filter(member_count__gt=0).order_by("-updated_at")
               .values_list("pk", "centroid", "space_id")[: limit * 5])
     pairs = []
-    suggested = []
-    space_of = {}
+    suggested: list[tuple[float, int, int]] = []
+    space_of: dict[int, int] = {}
     for cluster_id, centroid, space_id in recent:
         space_of[cluster_id] = space_id
         found = nearest_cluster(centroid, space_id=space_id, exclude=cluster_id)
