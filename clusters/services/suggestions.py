@@ -45,6 +45,10 @@ def cluster_suggestions_record(*, pairs: list[tuple[float, int, int]], scanned: 
         existing = ClusterSuggestion.objects.filter(first_id=first, second_id=second).first()
         if existing is not None and existing.status == SuggestionStatus.DISMISSED:
             continue
+        if existing is not None and not KnowledgeCluster.objects.filter(
+                pk__in=[first, second], updated_at__gt=existing.updated_at).exists():
+            written += 1  # neither cluster changed since: the evidence stands
+            continue
         evidence = cluster_pair_evidence(first_id=first, second_id=second)
         if existing is None:
             ClusterSuggestion.objects.create(space_id=space_of[a], first_id=first, second_id=second,
