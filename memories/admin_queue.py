@@ -2,7 +2,9 @@
 alone or could not decide, newest first — merge candidates, conflicts, supersessions and
 automatic merges — each with both sides, the words that differ, and one-click actions (undo for
 what the hub did alone). Keys: j / k move, m merge or "newer is current", d "different" or "both
-hold", u undo, ? help (``ultron/queue.js``). The actions are those of the merge-review page."""
+hold", u undo, ? help (``ultron/queue.js``). The actions are those of the merge-review page.
+Apps above this one add kinds of their own (the clusters' changes and merge suggestions) with
+``reads.review_queue_kind_register`` and ``queue_item_register``."""
 
 from __future__ import annotations
 
