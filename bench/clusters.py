@@ -101,6 +101,24 @@ def topic_quality(upload_topic: dict, crystallize_at: int) -> dict:
     }
 
 
+def suggestion_quality(upload_topic: dict) -> dict:
+    """The open merge suggestions after repair, and how many join two clusters whose members'
+    main labelled topic is the same (a suggestion a curator should accept)."""
+    from collections import Counter
+
+    from clusters.models import ClusterMember, ClusterSuggestion
+
+    main: dict[int, str] = {}
+    counts: dict[int, Counter] = {}
+    for memory_id, cluster_id in ClusterMember.objects.values_list("memory_id", "cluster_id"):
+        counts.setdefault(cluster_id, Counter())[upload_topic.get(memory_id) or f"single:{memory_id}"] += 1
+    for cluster_id, topics in counts.items():
+        main[cluster_id] = topics.most_common(1)[0][0]
+    pairs = list(ClusterSuggestion.objects.filter(status="open").values_list("first_id", "second_id", "similarity"))
+    return {"pairs": len(pairs), "one_topic": sum(1 for a, b, _ in pairs if main.get(a) == main.get(b)),
+            "similarities": sorted(round(s, 3) for _, _, s in pairs)}
+
+
 def distinct_steps(steps: list[str]) -> int:
     """How many different actions a list of steps holds, by the synthesis's own rule (the
     same command or setting, or embeddings at the merge-candidate threshold)."""
@@ -209,20 +227,25 @@ def topics_bench(seeds: int) -> tuple[list[tuple[str, str]], dict]:
                                             - datetime.timedelta(days=2))
             passes = []
             for _ in range(10):
+                started = time.perf_counter()
                 done = clusters_repair()
-                passes.append(done)
-                if not any(done.values()):
+                passes.append({**done, "ms": round((time.perf_counter() - started) * 1000)})
+                if not (done["merged"] or done["moved"]):  # suggestions are refreshed on every pass
                     break
             after = topic_quality(upload_topic, settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
+            suggested = suggestion_quality(upload_topic)
             found = skills_on_topics(upload_topic, settings.ULTRON_CRYSTALLIZATION_THRESHOLD)
         figures["runs"].append({"seed": seed, "merged_uploads": merged, "before": before, "after": after,
-                                "repair_passes": passes, "skills": found})
+                                "repair_passes": passes, "suggestions": suggested, "skills": found})
         for name, q in (("on arrival", before), ("after repair", after)):
             rows.append((f"seed {seed} {name}",
                          f"gathered {q['gathered']:.3f} of {q['topics']} topics · purity {q['purity']:.3f} · "
                          f"clusters/memory {q['clusters_per_memory']:.3f} ({q['memories']} memories, "
                          f"{merged} uploads merged)"))
-        rows.append((f"seed {seed} repair passes", ", ".join(f"{p['merged']}m/{p['moved']}v" for p in passes)))
+        rows.append((f"seed {seed} repair passes", ", ".join(f"{p['merged']}m/{p['moved']}v {p['ms']} ms"
+                                                            for p in passes)))
+        rows.append((f"seed {seed} merge suggestions", f"{suggested['pairs']} pairs in the band, "
+                     f"{suggested['one_topic']} of them two parts of one topic (their members' main topic)"))
         rows += [(f"seed {seed} {name}", value) for name, value in skill_rows(found)]
     for key in ("gathered", "purity", "clusters_per_memory"):
         figures[key] = min(r["after"][key] for r in figures["runs"]) if key != "clusters_per_memory" else max(

@@ -29,6 +29,7 @@ from agents.admin_spaces import (
     space_choices,
     space_slug_of,
 )
+from clusters import admin_changes
 from clusters.knowledge_file import knowledge_markdown
 from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
 from clusters.selectors import readiness
@@ -119,6 +120,7 @@ class KnowledgeClusterAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
         extra = {"can_crystallize": self.has_crystallize_permission(request)}
         if cluster is not None:
             extra.update(_crystallization_context(cluster, None, extra["can_crystallize"]))
+            extra.update(admin_changes.panel_context(request, cluster))
         return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
 
     @admin.display(description="members")
@@ -138,6 +140,19 @@ class KnowledgeClusterAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
                  name="clusters_knowledgecluster_crystallization"),
             path("memory-file/", self.admin_site.admin_view(self.memory_file_view),
                  name="clusters_knowledgecluster_memory_file"),
+            # Clusters by hand (clusters/admin_changes.py): merge, split, move, undo, suggestions.
+            path("<int:cluster_id>/merge/", self.admin_site.admin_view(require_POST(admin_changes.merge_view)),
+                 name="clusters_knowledgecluster_merge"),
+            path("<int:cluster_id>/split/", self.admin_site.admin_view(require_POST(admin_changes.split_view)),
+                 name="clusters_knowledgecluster_split"),
+            path("<int:cluster_id>/move/", self.admin_site.admin_view(require_POST(admin_changes.move_view)),
+                 name="clusters_knowledgecluster_move"),
+            path("change/<int:cluster_change_id>/undo/",
+                 self.admin_site.admin_view(require_POST(admin_changes.undo_view)),
+                 name="clusters_knowledgecluster_undo"),
+            path("suggestion/<int:suggestion_id>/<str:action>/",
+                 self.admin_site.admin_view(require_POST(admin_changes.suggestion_view)),
+                 name="clusters_knowledgecluster_suggestion"),
             *super().get_urls(),
         ]
 

@@ -14,3 +14,14 @@ class ClustersConfig(AppConfig):
         # An upload takes the placement lock with its own: placing the new memory is then one statement.
         for label, expression in UPLOAD_LOCKS.items():
             upload_lock_register(label, expression)
+
+        # The review queue (a page of the memory service) shows the repair's cluster changes and
+        # the merge suggestions, with their actions.
+        from clusters import admin_changes, selectors
+        from memories.admin_queue import queue_item_register
+        from memories.selectors.review import review_queue_kind_register
+
+        review_queue_kind_register(admin_changes.CHANGE_KIND, selectors.cluster_changes_standing_by_repair)
+        review_queue_kind_register(admin_changes.SUGGESTION_KIND, lambda since: selectors.cluster_suggestions_open())
+        queue_item_register(admin_changes.CHANGE_KIND, "Cluster changes", admin_changes.change_item)
+        queue_item_register(admin_changes.SUGGESTION_KIND, "Cluster merge suggestions", admin_changes.suggestion_item)

@@ -135,3 +135,88 @@ class SkillVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.skill.slug} v{self.version}"
+
+
+class ClusterChangeKind(models.TextChoices):
+    MERGE = "merge", "Merge"
+    SPLIT = "split", "Split"
+    MOVE = "move", "Move"
+
+
+class ClusterChange(models.Model):
+    """One change of clusters (docs/flow.md#cluster-repair): memories ``memory_ids`` went from
+    cluster ``from_cluster_id`` to cluster ``to_cluster_id`` — a merge (every member of the
+    cluster folded in, which is then deleted), a split (the chosen members founded the ``to``
+    cluster) or a move (one memory). Decided by a curator (``decided_by``: their user name) or by
+    the pipeline's repair (``repair``). Every change can be undone while no later change stands
+    on it (``clusters.services.cluster_change_undo``).
+
+    Clusters are referred to by id, not by foreign key: the cluster a merge folds in is deleted,
+    and undoing the merge makes it again with the same id. The topics are kept as they were."""
+
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    kind = models.CharField(max_length=8, choices=ClusterChangeKind.choices)
+    from_cluster_id = models.BigIntegerField()
+    to_cluster_id = models.BigIntegerField()
+    from_topic = models.CharField(max_length=200, blank=True)
+    to_topic = models.CharField(max_length=200, blank=True)
+    memory_ids = ArrayField(models.UUIDField(), default=list)
+    similarity = models.FloatField(null=True, blank=True,
+                                   help_text="repair: the two centroids' cosine (merge), the member's to its new cluster (move)")
+    decided_by = models.CharField(max_length=150, help_text="'repair' or the curator's user name")
+    undone_by = models.CharField(max_length=150, blank=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=ClusterChangeKind.values), name="cluster_change_kind"),
+            models.CheckConstraint(condition=~Q(from_cluster_id=models.F("to_cluster_id")), name="cluster_change_two"),
+        ]
+        indexes = [
+            models.Index(fields=["from_cluster_id"], name="cluster_change_from"),
+            models.Index(fields=["to_cluster_id"], name="cluster_change_to"),
+            models.Index(fields=["-created_at"], name="cluster_change_repair",
+                         condition=Q(decided_by="repair", undone_at__isnull=True)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.from_cluster_id} → {self.to_cluster_id} by {self.decided_by}"
+
+
+class SuggestionStatus(models.TextChoices):
+    OPEN = "open", "Waiting for a curator"
+    DISMISSED = "dismissed", "Not one topic"
+
+
+class ClusterSuggestion(models.Model):
+    """Two clusters of a space whose centroids are close, but not close enough for the repair
+    to merge them alone (``clusters.services.suggestions``): a curator merges them or says they
+    are not one topic, and a dismissed pair is never suggested again. Written by the pipeline's
+    repair pass, with its evidence; a merge deletes one of the clusters, and its suggestions."""
+
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    first = models.ForeignKey(KnowledgeCluster, on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey(KnowledgeCluster, on_delete=models.CASCADE, related_name="+")
+    similarity = models.FloatField(help_text="cosine of the two centroids when last seen")
+    shared_words = ArrayField(models.CharField(max_length=60), default=list, blank=True)
+    pairs = models.JSONField(default=list, blank=True, help_text=(
+        "the closest member pairs: [{first, second (memory ids), first_text, second_text, similarity}]"))
+    status = models.CharField(max_length=10, choices=SuggestionStatus.choices, default=SuggestionStatus.OPEN)
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="cluster_suggestion_pair"),
+            models.CheckConstraint(condition=Q(first__lt=models.F("second")), name="cluster_suggestion_ordered"),
+            models.CheckConstraint(condition=Q(status__in=SuggestionStatus.values), name="cluster_suggestion_status"),
+        ]
+        indexes = [models.Index(fields=["-created_at"], name="cluster_suggestion_open", condition=Q(status="open"))]
+
+    def __str__(self) -> str:
+        return f"{self.first_id} + {self.second_id} ({self.similarity:.3f})"

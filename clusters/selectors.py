@@ -6,9 +6,19 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db.models.functions import Coalesce, Left, NullIf
 
-from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
+from clusters.models import (
+    ClusterChange,
+    ClusterMember,
+    ClusterSuggestion,
+    KnowledgeCluster,
+    Skill,
+    SkillStatus,
+    SkillVersion,
+    SuggestionStatus,
+)
 from core.errors import ApplicationError
 from memories.models import Memory, Status
 from memories.vectors import vector_literal
@@ -162,3 +172,126 @@ def cluster_summary(cluster: KnowledgeCluster) -> dict[str, Any]:
             "members": cluster.members_at_last_crystallization,
         } if cluster.last_crystallization_at else None,
     }
+
+
+# --- clusters by hand: what a curator merges with, and why two clusters look like one topic ----
+
+# Members of each cluster compared for the closest pairs (the best placed first): 60 × 60 distances.
+_EVIDENCE_MEMBERS = 60
+
+
+def clusters_nearest(*, cluster: KnowledgeCluster, limit: int = 5) -> list[tuple[KnowledgeCluster, float]]:
+    """The non-empty clusters of ``cluster``'s space whose centroids are nearest to its centroid
+    (the merge picker of the cluster page), with their cosine: candidates from the clusters' HNSW
+    index on ``direction`` (a strict iterative scan: the index holds every space's clusters),
+    ranked by the exact centroids."""
+    table = KnowledgeCluster._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.ef_search = 100; SET LOCAL hnsw.iterative_scan = strict_order")
+        cursor.execute(
+            f"""SELECT c.id, 1 - (c.centroid <=> k.centroid) FROM {table} k, LATERAL (
+                    SELECT id, centroid FROM {table}
+                    WHERE space_id = k.space_id AND member_count > 0 AND id <> k.id
+                    ORDER BY direction <=> k.centroid LIMIT %s) c
+                WHERE k.id = %s ORDER BY c.centroid <=> k.centroid""",
+            [limit * 2, cluster.pk],
+        )
+        rows = cursor.fetchall()[:limit]
+    found = {c.pk: c for c in KnowledgeCluster.objects.filter(pk__in=[r[0] for r in rows]).defer("centroid", "direction")}
+    return [(found[pk], float(similarity)) for pk, similarity in rows if pk in found]
+
+
+def cluster_pair_evidence(*, first_id: int, second_id: int, pairs: int = 3) -> dict[str, Any]:
+    """Why two clusters look like one topic: the words both clusters' members use
+    (``shared_words``) and the closest pairs of members, one from each (``pairs``: memory ids,
+    their one-line texts and cosine; each memory in one pair at most)."""
+    from clusters.judgements.label import shared_terms
+
+    members = ClusterMember._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT a.memory_id, b.memory_id, 1 - (a.vector <=> b.vector) FROM
+                    (SELECT memory_id, vector FROM {members} WHERE cluster_id = %(first)s
+                     ORDER BY similarity DESC, memory_id LIMIT %(n)s) a
+                CROSS JOIN
+                    (SELECT memory_id, vector FROM {members} WHERE cluster_id = %(second)s
+                     ORDER BY similarity DESC, memory_id LIMIT %(n)s) b
+                ORDER BY a.vector <=> b.vector LIMIT %(top)s""",
+            {"first": first_id, "second": second_id, "n": _EVIDENCE_MEMBERS, "top": pairs * 4},
+        )
+        rows = cursor.fetchall()
+    chosen: list[tuple[Any, Any, float]] = []
+    used: set[Any] = set()
+    for a, b, similarity in rows:
+        if a in used or b in used:
+            continue
+        chosen.append((a, b, float(similarity)))
+        used.update((a, b))
+        if len(chosen) == pairs:
+            break
+    texts = {m.pk: (m.summary_l0 or m.content)[:200]
+             for m in Memory.objects.filter(pk__in=used).only("pk", "summary_l0", "content")}
+
+    def member_texts(cluster_id: int) -> list[str]:
+        return [f"{content} {context}" for content, context in Memory.objects.filter(
+            cluster_member__cluster_id=cluster_id, status=Status.ACTIVE).order_by("-hit_count", "pk")
+            .values_list("content", "context")[:_EVIDENCE_MEMBERS]]
+
+    return {
+        "shared_words": shared_terms(member_texts(first_id), member_texts(second_id)),
+        "pairs": [{"first": str(a), "second": str(b), "first_text": texts.get(a, ""), "second_text": texts.get(b, ""),
+                   "similarity": round(s, 4)} for a, b, s in chosen],
+    }
+
+
+def cluster_changes(*, space_ids: list[int] | None = None, cluster_id: int | None = None) -> QuerySet[ClusterChange]:
+    """Cluster changes, newest first (of ``space_ids``; touching ``cluster_id`` when given)."""
+    queryset = ClusterChange.objects.order_by("-created_at", "-pk")
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
+    if cluster_id is not None:
+        queryset = queryset.filter(Q(from_cluster_id=cluster_id) | Q(to_cluster_id=cluster_id))
+    return queryset
+
+
+def cluster_members_listed(*, cluster: KnowledgeCluster, limit: int | None = 200) -> list[ClusterMember]:
+    """A cluster's members for the split and move forms: the best placed first, with their memory
+    (``limit`` None: all of them)."""
+    queryset = (ClusterMember.objects.filter(cluster=cluster).select_related("memory")
+                .defer("vector", "memory__embedding", "memory__search_vector").order_by("-similarity", "pk"))
+    return list(queryset if limit is None else queryset[:limit])
+
+
+def cluster_changes_standing_by_repair(since: Any) -> QuerySet[ClusterChange]:
+    """The repair's merges and moves since ``since`` that still stand (the review queue's
+    ``cluster_move`` rows), each with the one-line text of its first memory (``first_text``)."""
+    first_text = (Memory.objects.filter(pk=OuterRef("memory_ids__0"))
+                  .annotate(text=Coalesce(NullIf("summary_l0", Value("")), Left("content", 200), output_field=TextField()))
+                  .values("text")[:1])
+    return (ClusterChange.objects.filter(decided_by="repair", undone_at__isnull=True, created_at__gte=since)
+            .annotate(first_text=Subquery(first_text)))
+
+
+def cluster_suggestions_open(*, space_ids: list[int] | None = None,
+                             cluster_id: int | None = None) -> QuerySet[ClusterSuggestion]:
+    """Merge suggestions waiting for a verdict (of ``space_ids``; of ``cluster_id`` when given),
+    with both clusters (without their vectors)."""
+    queryset = ClusterSuggestion.objects.filter(status=SuggestionStatus.OPEN)
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
+    if cluster_id is not None:
+        queryset = queryset.filter(Q(first_id=cluster_id) | Q(second_id=cluster_id))
+    return queryset.select_related("first", "second").defer(
+        "first__centroid", "first__direction", "second__centroid", "second__direction")
+
+
+def cluster_change_get(*, change_id: int, space_ids: list[int]) -> ClusterChange | None:
+    return ClusterChange.objects.filter(pk=change_id, space_id__in=space_ids).first()
+
+
+def cluster_suggestion_exists(*, suggestion_id: int, space_ids: list[int]) -> bool:
+    return ClusterSuggestion.objects.filter(pk=suggestion_id, space_id__in=space_ids).exists()
+
+
+def cluster_exists(*, cluster_id: int) -> bool:
+    return KnowledgeCluster.objects.filter(pk=cluster_id).exists()

@@ -5,9 +5,12 @@ the words that differ, and one-click actions. Rows can be selected and decided t
 merge, different, accept). Keys: j / k move, m the row's main action, d different / both hold,
 o the older text or memory, u undo, x select, ? help (``ultron/queue.js``).
 
-Every decision, one row's or many, is a POST to ``queue/decide/`` naming the rows (``items``:
-``family:<candidate ids>``, ``change:<id>``, ``contribution:<id>``) and the ``action``; each row
-is looked up within the page's spaces and decided by a service."""
+Every decision on the memory service's own rows, one row's or many, is a POST to ``queue/decide/``
+naming the rows (``items``: ``family:<candidate ids>``, ``change:<id>``, ``contribution:<id>``) and
+the ``action``; each row is looked up within the page's spaces and decided by a service. Apps above
+this one add kinds of their own (the clusters' changes and merge suggestions) with
+``reads.review_queue_kind_register`` and ``queue_item_register``; their buttons post to their own
+URLs."""
 
 from __future__ import annotations
 
@@ -44,6 +47,27 @@ KIND_NAMES = {"candidate": "Merge candidates", "conflict": "Conflicts", "superse
 BULK_ACTIONS = {"merge": "Merge", "different": "Different / both hold", "accept": "Accept"}
 
 
+# Rows of the kinds other apps add (``reads.review_queue_kind_register``): kind -> (tab name, row builder).
+_REGISTERED: dict[str, tuple[str, Callable[[Any], dict[str, Any]]]] = {}
+
+
+def queue_item_register(kind: str, name: str, item: Callable[[Any], dict[str, Any]]) -> None:
+    """The page side of a kind another app adds to the queue: its tab's ``name``, and ``item``,
+    which turns one of its rows into the page's row — ``kind``, ``id`` (the row's HTML id; an
+    action's htmx answer replaces the row's cells), ``when``, ``why``, ``actions`` (``queue_action``)
+    and ``cells``: the two middle cells (what the row is about, and what changed), as safe HTML."""
+    _REGISTERED[kind] = (name, item)
+
+
+def queue_action(label: str, key: str, url: str, primary: bool = False) -> dict[str, Any]:
+    """One button of a queue row: a POST to ``url``; ``key`` presses it from the keyboard."""
+    return {"label": label, "key": key, "url": url, "primary": primary}
+
+
+def _kind_name(kind: str) -> str:
+    return KIND_NAMES.get(kind) or _REGISTERED[kind][0]
+
+
 def _action(label: str, key: str, action: str, primary: bool = False) -> dict[str, Any]:
     return {"label": label, "key": key, "action": action, "primary": primary}
 
@@ -68,6 +92,8 @@ def _family_item(family: reads.CandidateFamily, *, llm: bool) -> dict[str, Any]:
 
 def _item(kind: str, row: Any, *, llm: bool) -> dict[str, Any]:
     """A queue row: its two sides (older, newer), what differs, and its actions."""
+    if kind in _REGISTERED:
+        return _REGISTERED[kind][1](row)
     if kind == "candidate":
         return _family_item(row, llm=llm)
     if kind == "conflict":
@@ -90,7 +116,8 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     if not request.user.has_perm("memories.review_merges"):
         raise PermissionDenied
     kind = request.GET.get("kind") or None
-    kind = kind if kind in reads.QUEUE_KINDS else None
+    kinds = reads.queue_kinds()
+    kind = kind if kind in kinds else None
     try:
         page = max(1, int(request.GET.get("page", "1")))
         family = int(request.GET["family"]) if request.GET.get("family") else None
@@ -101,14 +128,14 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     rows, counts = reads.review_queue(kind=kind, page=page, per_page=PER_PAGE, space_ids=page_spaces(request),
                                       family=family)
     llm = get_llm().available
-    total = counts[kind] if kind else sum(counts[k] for k in reads.QUEUE_KINDS)
+    total = counts[kind] if kind else sum(counts[k] for k in kinds)
     pages = max(1, math.ceil(total / PER_PAGE))
     context = {
         **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue",
         "items": [_item(name, row, llm=llm) for name, row in rows], "kind": kind, "total": total, "page": page,
-        "pages": pages, "all_count": sum(counts[k] for k in reads.QUEUE_KINDS), "family": family, "llm": llm,
+        "pages": pages, "all_count": sum(counts[k] for k in kinds), "family": family, "llm": llm,
         "pairs": counts["candidate_pairs"], "bulk_actions": BULK_ACTIONS.items(),
-        "kinds": [{"kind": k, "name": KIND_NAMES[k], "count": counts[k]} for k in reads.QUEUE_KINDS],
+        "kinds": [{"kind": k, "name": _kind_name(k), "count": counts[k]} for k in kinds],
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
 

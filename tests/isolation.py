@@ -74,6 +74,8 @@ class TeamRows:
     segment_ids: list[int]
     candidate_id: int
     change_id: int  # a conflict between two of its memories, open for a curator
+    cluster_change_id: int  # a cluster change (a move by hand), to undo
+    suggestion_id: int  # a merge suggestion of two of its clusters
     contribution_id: int
     raw_ids: list[int]
     ints: set[int] = field(default_factory=set)  # every integer id of the team's rows
@@ -99,7 +101,14 @@ def text_lesson(word: str) -> str:
 
 
 def _team(slug: str, word: str, settings: Any) -> TeamRows:
-    from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
+    from clusters.models import (
+        ClusterChange,
+        ClusterMember,
+        ClusterSuggestion,
+        KnowledgeCluster,
+        Skill,
+        SkillVersion,
+    )
     from clusters.services import cluster_crystallize
     from ingestion.models import RawUpload, TaskSegment
     from ingestion.services import files_ingest, session_process, text_ingest
@@ -125,19 +134,30 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
         job, [result] = files_ingest(agent=agent, files=[(f"{word}-session.jsonl", session_file(word))], space=space)
         session_process(session_id=result.session_id)
         text_ingest(agent=agent, space=space, text=text_lesson(word))
+        # A cluster change of its clusters (the repair's, undoable) and a merge suggestion of two of them.
+        second = KnowledgeCluster.objects.filter(space=space).exclude(pk=cluster.pk).order_by("pk").first()
+        assert second is not None, "the team needs two clusters"
+        other = ClusterMember.objects.filter(cluster=second).values_list("memory_id", flat=True).first()
+        moved = ClusterChange.objects.create(space=space, kind="move", from_cluster_id=cluster.pk,
+                                             to_cluster_id=second.pk, from_topic=f"{word} topic", to_topic=second.topic,
+                                             memory_ids=[other], decided_by="repair", similarity=0.7)
+        suggestion = ClusterSuggestion.objects.create(
+            space=space, first_id=min(cluster.pk, second.pk), second_id=max(cluster.pk, second.pk), similarity=0.7,
+            shared_words=[word], pairs=[{"first": str(memories[0].pk), "second": str(other),
+                                         "first_text": word, "second_text": word, "similarity": 0.7}])
         rows = TeamRows(
             space=space, agent=agent, word=word,
             memory_ids=[str(m.pk) for m in memories], cluster_id=cluster.pk, skill_slug=version.skill.slug,
             skill_id=version.skill_id, version=version.version, version_id=version.pk, job_id=str(job.pk),
             session_id=result.session_id,
             segment_ids=list(TaskSegment.objects.filter(session_id=result.session_id).values_list("pk", flat=True)),
-            candidate_id=candidate.pk, change_id=change.pk,
+            candidate_id=candidate.pk, change_id=change.pk, cluster_change_id=moved.pk, suggestion_id=suggestion.pk,
             contribution_id=MemoryContribution.objects.filter(space=space).values_list("pk", flat=True).first(),
             raw_ids=list(RawUpload.objects.filter(space=space).values_list("pk", flat=True)),
         )
         assert rows.segment_ids and rows.contribution_id and len(rows.raw_ids) >= 2, rows
         for model in (KnowledgeCluster, ClusterMember, Skill, SkillVersion, MergeCandidate, MemoryContribution,
-                      RawUpload, TaskSegment, KnowledgeChange):
+                      RawUpload, TaskSegment, KnowledgeChange, ClusterChange, ClusterSuggestion):
             rows.ints |= set(model.objects.filter(space=space).values_list("pk", flat=True))
         rows.ints.add(rows.session_id)
     return rows

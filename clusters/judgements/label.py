@@ -127,3 +127,21 @@ def _llm_topic(summaries: list[str]) -> str | None:
         )
     except LLMError:
         return None
+
+
+def shared_terms(first: Iterable[str], second: Iterable[str], *, limit: int = 8) -> list[str]:
+    """The words two clusters' members both use (the texts of each), the most used first: the
+    evidence that two clusters are one topic, shown beside a merge suggestion. A word counts
+    for a side when at least two of its texts hold it, or its only text does."""
+
+    def held(texts: Iterable[str]) -> Counter:
+        present: Counter = Counter()
+        count = 0
+        for text in texts:
+            present.update(set(_terms(text)))
+            count += 1
+        return Counter({t: n for t, n in present.items() if n >= min(2, count)})
+
+    a, b = held(first), held(second)
+    common = sorted(set(a) & set(b), key=lambda t: (-(a[t] + b[t]), t))
+    return common[:limit]

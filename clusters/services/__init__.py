@@ -3,6 +3,9 @@
 - ``membership``: assigning memories to clusters and keeping centroids exact;
 - ``rebuild``: deterministic rebuild, topic labels, embedding-model changes;
 - ``repair``: the pipeline's bounded repair of order effects (merge close clusters, move misfits);
+- ``changes``: a cluster change (merge, split, move) kept exact and recorded, and its undo;
+- ``manual``: clusters by hand — a curator merges, splits, moves a memory;
+- ``suggestions``: merges suggested to a curator (close clusters under the repair's threshold);
 - ``crystallize``: skills written from clusters, checked, published or rejected;
 - ``search``: skill search for agents, and the text a skill is embedded as;
 - ``promote``: a published skill copied to another space by a curator of both;
@@ -10,6 +13,7 @@
   skills with their versions, a cluster's skill).
 """
 
+from clusters.services.changes import ClusterChangeError, cluster_change_undo
 from clusters.services.crystallize import (
     CrystallizeOutcome,
     cluster_crystallize,
@@ -19,6 +23,7 @@ from clusters.services.crystallize import (
     skill_version_reject,
     skills_mark_stale,
 )
+from clusters.services.manual import cluster_member_move, cluster_split, clusters_merge
 from clusters.services.membership import (
     cluster_assign,
     cluster_member_refresh,
@@ -45,8 +50,15 @@ from clusters.services.rebuild import (
 )
 from clusters.services.repair import clusters_repair
 from clusters.services.search import skill_search_text, skills_search
+from clusters.services.suggestions import cluster_suggestion_decide
 
 __all__ = [
+    "ClusterChangeError",
+    "cluster_change_undo",
+    "cluster_member_move",
+    "cluster_split",
+    "cluster_suggestion_decide",
+    "clusters_merge",
     "ClusterImported",
     "MemberImport",
     "SkillImported",

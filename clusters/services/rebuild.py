@@ -136,14 +136,18 @@ def _rebuild_space(space_id: int) -> dict[str, int]:
     return {"memories": len(rows), "clusters": len(clusters)}
 
 
-def cluster_relabel(*, cluster_id: int) -> str:
+def cluster_relabel(*, cluster_id: int, offline: bool = False) -> str:
+    """Name a cluster from its members (the LLM when one is configured, unless ``offline``: a
+    curator's change names its clusters at once, from their keywords, and the pipeline's
+    relabelling may name them again)."""
     cluster = KnowledgeCluster.objects.get(pk=cluster_id)
     members = list(Memory.objects.filter(cluster_member__cluster=cluster, status=Status.ACTIVE)
                    .order_by("-hit_count").values_list("summary_l0", "content", "context")[:50])
     # The newest 2,000 active memories stand for the hub: read only if the LLM gives no topic.
     sample = (Memory.objects.filter(status=Status.ACTIVE, space_id=cluster.space_id).order_by("-created_at")  # type: ignore[misc]  # never null (stubs read a default as optional)
               .values_list("content", "context")[:2000])
-    topic = cluster_label([f"{m[1]} {m[2]}" for m in members], summaries=[m[0] or m[1][:200] for m in members],
+    topic = cluster_label([f"{m[1]} {m[2]}" for m in members],
+                          summaries=None if offline else [m[0] or m[1][:200] for m in members],
                           corpus=Corpus(sample), fallback=cluster.topic)
     KnowledgeCluster.objects.filter(pk=cluster_id).update(topic=topic[:200], labelled_member_count=cluster.member_count)
     return topic

@@ -8,9 +8,12 @@ grow towards each other. The scheduled pipeline repairs that, bounded per run:
    merge, the smaller into the larger;
 2. members that fit another cluster better than their own move (singletons only once they
    are a day old: a new memory was just compared with every cluster);
-3. a skill stays with the cluster that holds most of the memories it was written from.
+3. a skill stays with the cluster that holds most of the memories it was written from;
+4. pairs of clusters a little under the merge similarity are suggested to a curator, with the
+   evidence (``clusters.services.suggestions``).
 
-Centroids stay exact sums throughout (``_centroid_shift``).
+Each merge and move is recorded (``ClusterChange``, decided by ``repair``), shows in the review
+queue and can be undone (``clusters.services.changes``). Centroids stay exact sums throughout.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from clusters.models import ClusterMember, KnowledgeCluster, Skill
+from clusters.models import ClusterChangeKind, ClusterMember, KnowledgeCluster
+from clusters.services.changes import REPAIR, change_record, cluster_fold, clusters_drop_empty
 from clusters.services.membership import _ASSIGN_LOCK, _centroid_shift, nearest_cluster
+from clusters.services.suggestions import cluster_suggestions_record, suggestion_band
 from memories.thresholds import model_thresholds
 from memories.vectors import vector_literal
 
@@ -37,56 +42,47 @@ def clusters_repair(*, limit: int = 200) -> dict[str, int]:
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ASSIGN_LOCK])
-        merged = _merge_close(threshold=limits.cluster_merge, limit=limit)
+        merged, suggested = _merge_close(threshold=limits.cluster_merge, band=suggestion_band(limits), limit=limit)
         moved = _move_misfits(threshold=limits.cluster, limit=limit)
-    return {"merged": merged, "moved": moved}
+    return {"merged": merged, "moved": moved, "suggested": suggested}
 
 
-def _merge_close(*, threshold: float, limit: int) -> int:
+def _merge_close(*, threshold: float, band: tuple[float, float], limit: int) -> tuple[int, int]:
     """Each recently changed cluster's nearest other cluster (through the centroid index);
-    pairs at or above ``threshold`` merge, most similar first, each cluster once per run."""
+    pairs at or above ``threshold`` merge, most similar first, each cluster once per run. Pairs
+    in ``band`` (under ``threshold``) are suggested to a curator (``clusters.services.suggestions``).
+    Returns (merged, suggested)."""
     recent = (KnowledgeCluster.objects.filter(member_count__gt=0).order_by("-updated_at")
               .values_list("pk", "centroid", "space_id")[: limit * 5])
     pairs = []
+    suggested: list[tuple[float, int, int]] = []
+    space_of: dict[int, int] = {}
     for cluster_id, centroid, space_id in recent:
+        space_of[cluster_id] = space_id
         found = nearest_cluster(centroid, space_id=space_id, exclude=cluster_id)
         if found is not None and found[1] >= threshold:
             pairs.append((found[1], cluster_id, found[0]))
+        elif found is not None and band[0] <= found[1] < band[1] and len(suggested) < limit:
+            suggested.append((found[1], cluster_id, found[0]))
     touched: set[int] = set()
     merged = 0
-    for _, first, second in sorted(pairs, reverse=True):
+    for similarity, first, second in sorted(pairs, reverse=True):
         if merged >= limit or first in touched or second in touched:
             continue
         touched.update((first, second))
-        _merge_pair(first, second)
+        _merge_pair(first, second, similarity)
         merged += 1
-    return merged
+    # A pair one of whose clusters just merged is looked at again on the next pass.
+    kept = [p for p in suggested if p[1] not in touched and p[2] not in touched]
+    return merged, cluster_suggestions_record(pairs=kept, scanned=list(space_of), space_of=space_of)
 
 
-def _merge_pair(first: int, second: int) -> None:
-    """Fold the smaller cluster into the larger: members, centroid sum and skill."""
-    pair = {c.pk: c for c in KnowledgeCluster.objects.select_for_update().filter(pk__in=[first, second])}
-    keep, gone = sorted(pair.values(), key=lambda c: (-c.member_count, c.pk))
-    moved = ClusterMember.objects.filter(cluster=gone).update(cluster=keep)
-    table = KnowledgeCluster._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} k SET centroid = k.centroid + g.centroid, member_count = k.member_count + %s, "
-            "updated_at = now() FROM {table} g WHERE k.id = %s AND g.id = %s".replace("{table}", table),
-            [moved, keep.pk, gone.pk],
-        )
-    keep.refresh_from_db(fields=["member_count", "skill", "superseded_skill_slugs"])
-    superseded = [*keep.superseded_skill_slugs, *gone.superseded_skill_slugs]
-    if gone.skill_id is not None:
-        if keep.skill_id is None:
-            keep.skill_id = gone.skill_id
-            keep.members_at_last_crystallization = gone.members_at_last_crystallization
-            Skill.objects.filter(pk=gone.skill_id).update(source_cluster=keep)
-        else:
-            superseded.append(Skill.objects.values_list("slug", flat=True).get(pk=gone.skill_id))
-    keep.superseded_skill_slugs = list(dict.fromkeys(superseded))
-    keep.save(update_fields=["skill", "members_at_last_crystallization", "superseded_skill_slugs"])
-    gone.delete()
+def _merge_pair(first: int, second: int, similarity: float) -> None:
+    """Fold the smaller cluster into the larger: members, centroid sum and skill (a recorded,
+    undoable change decided by the repair)."""
+    pair = list(KnowledgeCluster.objects.select_for_update().defer("direction").filter(pk__in=[first, second]))
+    keep, gone = sorted(pair, key=lambda c: (-c.member_count, c.pk))
+    cluster_fold(keep=keep, gone=gone, by=REPAIR, similarity=similarity, relabel=False)
 
 
 def _move_misfits(*, threshold: float, limit: int) -> int:
@@ -95,8 +91,8 @@ def _move_misfits(*, threshold: float, limit: int) -> int:
     grace = timezone.now() - SINGLETON_GRACE
     members = list(
         ClusterMember.objects.select_related("cluster").order_by("similarity", "pk")
-        .only("pk", "space_id", "vector", "similarity", "cluster__member_count", "cluster__centroid",
-              "cluster__created_at")[:limit]
+        .only("pk", "space_id", "memory_id", "vector", "similarity", "cluster__member_count", "cluster__centroid",
+              "cluster__created_at", "cluster__topic", "cluster__space_id")[:limit]
     )
     moved = 0
     emptied: set[int] = set()
@@ -115,11 +111,17 @@ def _move_misfits(*, threshold: float, limit: int) -> int:
         _centroid_shift(member.cluster_id, subtract=vector, members=-1)
         _centroid_shift(target, add=vector, members=1)
         ClusterMember.objects.filter(pk=member.pk).update(cluster_id=target, similarity=float(similarity))
+        change_record(kind=ClusterChangeKind.MOVE, source=own, target=_topic_of(target), memory_ids=[member.memory_id],
+                      by=REPAIR, similarity=float(similarity))
         moved += 1
         if own.member_count <= 1:
             emptied.add(member.cluster_id)
-    _drop_empty(emptied)
+    clusters_drop_empty(emptied)
     return moved
+
+
+def _topic_of(cluster_id: int) -> KnowledgeCluster:
+    return KnowledgeCluster.objects.only("pk", "space_id", "topic").get(pk=cluster_id)
 
 
 def _own_similarity(cluster_id: int, vector: list[float]) -> float:
@@ -134,27 +136,3 @@ def _own_similarity(cluster_id: int, vector: list[float]) -> float:
         row = cursor.fetchone()
     value: Any = row[0] if row else -1.0
     return -1.0 if value is None else float(value)
-
-
-def _drop_empty(cluster_ids: set[int]) -> None:
-    """Delete clusters left without members; a skill they held follows its memories."""
-    for cluster in KnowledgeCluster.objects.filter(pk__in=cluster_ids, member_count=0).select_related(
-            "skill__current_version"):
-        skill = cluster.skill
-        cluster.delete()
-        if skill is None or skill.current_version is None:
-            continue
-        home = (KnowledgeCluster.objects.filter(members__memory_id__in=skill.current_version.memory_ids)
-                .values_list("pk", flat=True).order_by("pk"))
-        counts: dict[int, int] = {}
-        for pk in home:
-            counts[pk] = counts.get(pk, 0) + 1
-        if counts:
-            target = KnowledgeCluster.objects.get(pk=max(counts, key=lambda pk: (counts[pk], -pk)))
-            if target.skill_id is None:
-                target.skill = skill
-                target.save(update_fields=["skill"])
-                Skill.objects.filter(pk=skill.pk).update(source_cluster=target)
-            elif skill.slug not in target.superseded_skill_slugs:
-                target.superseded_skill_slugs = [*target.superseded_skill_slugs, skill.slug]
-                target.save(update_fields=["superseded_skill_slugs"])

@@ -4,6 +4,7 @@ open merge candidates, recent automatic merges, new memories per day and the tie
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,6 +140,24 @@ def change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
 QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge")
 # Decisions the hub took alone stay in the queue this long, for a curator to undo or let stand.
 QUEUE_DAYS = 30
+# Kinds the apps above this one add (``review_queue_kind_register``): kind -> its rows since a time.
+_REGISTERED: dict[str, Callable[[datetime.datetime], QuerySet[Any]]] = {}
+
+
+def review_queue_kind_register(kind: str, rows: Callable[[datetime.datetime], QuerySet[Any]]) -> None:
+    """An app above this one adds a kind of row to the review queue (the clusters' changes and
+    merge suggestions): ``rows(since)`` is every row of that kind the queue shows — a queryset
+    of a model with ``created_at`` and ``space_id``, ``since`` the start of the queue's window
+    for what the hub decided alone. Registered in the app's ``AppConfig.ready()``; its page rows
+    are registered with ``memories.admin_queue.queue_item_register``."""
+    if kind in QUEUE_KINDS:
+        raise ValueError(f"queue kind {kind!r} is the memory service's own")
+    _REGISTERED[kind] = rows
+
+
+def queue_kinds() -> tuple[str, ...]:
+    """Every kind of the review queue, in the order its tabs show them."""
+    return QUEUE_KINDS + tuple(_REGISTERED)
 
 
 def _queue_querysets(space_ids: list[int] | None) -> dict[str, Any]:
@@ -158,6 +177,7 @@ def _queue_querysets(space_ids: list[int] | None) -> dict[str, Any]:
         "merge": _in_spaces(MemoryContribution.objects.filter(
             created_at__gte=since, match_reason__in=AUTOMATIC_REASONS, memory__status=Status.ACTIVE,
             reviewed_at__isnull=True).exclude(match_reason="exact").select_related("memory", "agent").defer("memory__embedding"), space_ids),
+        **{kind: _in_spaces(rows(since), space_ids) for kind, rows in _REGISTERED.items()},
     }
 
 
@@ -221,6 +241,7 @@ def review_queue(*, kind: str | None, page: int, per_page: int, space_ids: list[
     (``CandidateFamily``, one decision each; ``counts["candidate_pairs"]`` counts their pairs);
     with ``family`` (a family's name), that family's pairs one by one instead."""
     querysets = _queue_querysets(space_ids)
+    kinds = list(querysets)
     families = _families(querysets.pop("candidate"))
     counts = {"candidate": len(families), **{name: queryset.count() for name, queryset in querysets.items()}}
     counts["candidate_pairs"] = sum(len(f.candidate_ids) for f in families)
@@ -228,7 +249,7 @@ def review_queue(*, kind: str | None, page: int, per_page: int, space_ids: list[
         chosen = next((f for f in families if f.pk == family), None)
         families = _families(_queue_querysets(space_ids)["candidate"].filter(pk__in=chosen.candidate_ids),
                              connect=False) if chosen else []
-    wanted = [kind] if kind in QUEUE_KINDS else list(QUEUE_KINDS)
+    wanted = [kind] if kind in kinds else kinds
     end = page * per_page
     rows: list[tuple[Any, str, Any]] = []
     for name in wanted:

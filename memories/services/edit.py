@@ -44,6 +44,16 @@ def memory_history_record(*, memory_id: Any, editor: str, action: str, before: d
                                      before=before or {}, after=after or {}, note=note[:300])
 
 
+def memories_history_record(*, memory_ids: list[Any], space_id: int, editor: str, action: str,
+                            before: dict | None = None, after: dict | None = None, note: str = "") -> int:
+    """One history entry for each of ``memory_ids`` (all of space ``space_id``), in one insert:
+    what another app did to many memories at once (a cluster merged, split or moved). Returns
+    how many were written."""
+    rows = [MemoryEdit(space_id=space_id, memory_id=memory_id, editor=editor[:150], action=action[:20],
+                       before=before or {}, after=after or {}, note=note[:300]) for memory_id in memory_ids]
+    return len(MemoryEdit.objects.bulk_create(rows))
+
+
 def memory_edit(
     *, memory_id: Any, editor: str, content: Any, context: Any = "", resolution: Any = "", tags: Any = None,
     memory_type: str | None = None,

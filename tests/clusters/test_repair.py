@@ -59,7 +59,7 @@ def test_distinct_topics_do_not_merge(settings):
     settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.8
     make(direction(1, 0, 0.1))
     make(direction(0, 1, 0.1))
-    assert services.clusters_repair() == {"merged": 0, "moved": 0}
+    assert services.clusters_repair() == {"merged": 0, "moved": 0, "suggested": 0}
     assert KnowledgeCluster.objects.count() == 2
 
 

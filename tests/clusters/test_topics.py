@@ -57,7 +57,8 @@ def test_six_reports_of_one_problem_gather_in_one_cluster_after_repair(seed, set
 
     KnowledgeCluster.objects.update(created_at=datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=2))
     for _ in range(5):
-        if not any(clusters_repair().values()):
+        done = clusters_repair()
+        if not (done["merged"] or done["moved"]):  # suggestions are refreshed on every pass
             break
 
     clusters = _clusters_of(topic_ids)
