@@ -8,8 +8,9 @@ bodies cut from their ``BEGIN`` line (``keys.py``), secrets named in a sentence 
 (``prose.py``), the ``detect-secrets`` library's vendor and keyword detectors (``detectors.py``),
 the vendor token shapes of Kingfisher's maintained rule catalogue (``vendors.py``), high-entropy
 values where secrets are put and random-beyond-doubt tokens anywhere (``entropy.py``), phone,
-card and IBAN numbers (``numbers.py``), Chinese identifiers (``chinese.py``), and Presidio (spaCy NER for names, with ``names.py``'s guards and cues; e-mail,
-phone, card, IBAN, IP and SSN recognizers). Recall comes first: when a detector is in doubt, the text is redacted —
+card and IBAN numbers (``numbers.py``), Chinese identifiers (``chinese.py``), and Presidio (spaCy
+NER for names, with ``names.py``'s guards and cues; e-mail, phone, card, IBAN, IP and SSN
+recognizers). Recall comes first: when a detector is in doubt, the text is redacted —
 a false flag costs a word, a leak costs a credential. Text that is more than ~20 % CJK
 takes the Chinese path: the pattern recognizers without the English NER model. Where findings
 overlap the one with the highest score wins, then the longer one. Redacting redacted text
