@@ -31,8 +31,9 @@ from memories.redaction.patterns import Finding, is_reference
 TAG = "REDACTED_CREDENTIAL"
 SCORE = 0.85  # as detect-secrets' findings: below our own vendor rules, above the entropy rules
 MIN_LENGTH = 8
-# Rules whose value identifies an account, an application or a host rather than granting access.
-_IDENTIFIER_RULE = re.compile(r"-(?:id|name|username|user|host|domain)(?:\.\d+)?$")
+# Rules whose value identifies an account, an application or a host rather than granting access
+# (``curl-auth-user`` is not one of them: its value is ``user:password``).
+_IDENTIFIER_RULE = re.compile(r"-(?:id|name|host|domain)(?:\.\d+)?$")
 
 _lock = threading.Lock()
 _scanner: Any = None

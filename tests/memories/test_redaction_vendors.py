@@ -49,6 +49,11 @@ def test_identifiers_digests_paths_and_urls_are_not_flagged(text):
     assert vendors.find(text) == []
 
 
+def test_a_user_and_password_pair_is_no_identifier():
+    text = "curl -u deploy:Xq7Rm2Kp9aLw https://ci.example.com/api/json"
+    assert [text[f.start : f.end] for f in vendors.find(text)] == ["deploy:Xq7Rm2Kp9aLw"]
+
+
 def test_offsets_are_characters_not_bytes():
     token = ONLY_THE_CATALOGUE[0]
     text = f"Clé du déploiement — 部署: {token} (collée hier)"
