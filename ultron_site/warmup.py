@@ -2,9 +2,9 @@
 says it is healthy.
 
 A process that serves requests needs the redaction engine (Presidio with spaCy's English model,
-the secret detectors), the embedding model and the offline type classifier (trained on start-up
-from the shipped examples, with the embedding model). Loaded lazily, they made a fresh hub's
-first upload wait a minute or more. ``warm_up`` loads them all; ``/api/health`` answers
+the secret detectors and their compiled rule catalogue), the embedding model and the offline type
+classifier (trained on start-up from the shipped examples, with the embedding model). Loaded
+lazily, they made a fresh hub's first upload wait a minute or more. ``warm_up`` loads them all; ``/api/health`` answers
 ``warming`` (503) until this process has done so.
 
 Under ``make run`` the web server's master process loads what can cross a fork — the redaction
@@ -87,7 +87,8 @@ def _load_shareable() -> None:
     from memories.redaction.policy import Occasion, redact_one_for
 
     # Every detector runs on a text that has something for each: Presidio's engine and spaCy's
-    # model, detect-secrets' plugins, the number and address rules.
+    # model, detect-secrets' plugins, Kingfisher's rule catalogue (compiled here, ~4 s of CPU; the
+    # compiled scanner keeps no threads, so it crosses the fork), the number and address rules.
     redact_one_for(Occasion.MEMORY, "Ada Lovelace wrote to ada@example.com from 10.1.2.3: "
                                     "export API_TOKEN=ghp_000000000000000000000000000000000000")
 

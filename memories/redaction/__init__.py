@@ -6,10 +6,11 @@ sent to an LLM (docs/flow.md#redaction).
 identifiers (``patterns.py``), password hashes and crypt strings (``hashes.py``), private-key
 bodies cut from their ``BEGIN`` line (``keys.py``), secrets named in a sentence after a cue word
 (``prose.py``), the ``detect-secrets`` library's vendor and keyword detectors (``detectors.py``),
-high-entropy values where secrets are put and random-beyond-doubt tokens anywhere
-(``entropy.py``), phone, card and IBAN numbers (``numbers.py``), Chinese identifiers
-(``chinese.py``), and Presidio (spaCy NER for names, with ``names.py``'s guards and cues; e-mail,
-phone, card, IBAN, IP and SSN recognizers). Recall comes first: when a detector is in doubt, the text is redacted —
+the vendor token shapes of Kingfisher's maintained rule catalogue (``vendors.py``), high-entropy
+values where secrets are put and random-beyond-doubt tokens anywhere (``entropy.py``), phone,
+card and IBAN numbers (``numbers.py``), Chinese identifiers (``chinese.py``), and Presidio (spaCy
+NER for names, with ``names.py``'s guards and cues; e-mail, phone, card, IBAN, IP and SSN
+recognizers). Recall comes first: when a detector is in doubt, the text is redacted —
 a false flag costs a word, a leak costs a credential. Text that is more than ~20 % CJK
 takes the Chinese path: the pattern recognizers without the English NER model. Where findings
 overlap the one with the highest score wins, then the longer one. Redacting redacted text
@@ -37,6 +38,7 @@ from memories.redaction import (
     patterns,
     presidio_engine,
     prose,
+    vendors,
 )
 from memories.redaction.patterns import Finding
 
@@ -62,6 +64,7 @@ def _pattern_findings(text: str) -> list[Finding]:
     found.extend(keys.find(text))
     found.extend(prose.find(text))
     found.extend(detectors.find(text))
+    found.extend(vendors.find(text))
     found.extend(entropy.find(text))
     found.extend(numbers.phones(text))
     found.extend(numbers.cards(text))
