@@ -32,7 +32,7 @@ run: $(STAMP)
 	$(PY) -m ultron_site.launcher run
 
 test: $(STAMP) /usr/bin/chromium
-	$(PY) -m ultron_site.launcher test $(PYTEST_ARGS)
+	$(PY) -m ultron_site.launcher test --durations=25 $(PYTEST_ARGS)
 
 # The quick benchmark set (a few minutes on 2 cores); each script also runs alone, see bench/README.md.
 bench: $(STAMP)
