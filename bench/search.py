@@ -1,6 +1,6 @@
 """Search speed and index recall at scale, against exact search and a Python scan.
 
-    .venv/bin/python bench/search.py [--n 100000] [--queries 200] [--json]
+    .venv/bin/python bench/search.py [--n 100000] [--queries 200] [--spaces 1] [--keep-db NAME] [--api-only] [--json]
 
 Corpus: real sentences (STS Benchmark and LoCoMo turns) embedded with the hub's model, then
 noisy variations of them up to N memories, spread over types, tiers and tags. Loaded in bulk,
@@ -168,6 +168,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--spaces", type=int, default=1,
                         help="spread the corpus over this many spaces and time searches reading 1, 3 and all of them")
+    parser.add_argument("--api-only", action="store_true",
+                        help="time the API rows only (no service rows, recall or Python scan): a re-run of a kept database")
     parser.add_argument("--keep-db", metavar="NAME",
                         help="reuse (or create and keep) this bench_* database; the corpus is loaded only once")
     args = parser.parse_args()
@@ -240,58 +242,59 @@ def main() -> None:
             figures["service_hybrid_fresh_p50_ms"], figures["service_hybrid_fresh_p95_ms"] = p50, p95
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE memories_memory")
-        for label, filters in cases.items():
-            progress(f"service, {label}")
-            p50, p95, p99 = service_times(filters)
-            rows.append((f"service, {label}", f"p50 {p50:.1f} ms  p95 {p95:.1f} ms  p99 {p99:.1f} ms"))
-            if label == "no filter":
-                figures["service_p50_ms"], figures["service_p95_ms"] = p50, p95
-            if label == "hybrid mode":
-                figures["service_hybrid_p50_ms"], figures["service_hybrid_p95_ms"] = p50, p95
-        # The plans the figures are about: the service's query on its HNSW index (a table too
-        # small for it is read whole, and the timings would be of that), and recall measured on
-        # the index against a real exact scan (sequential scans off for the one, index scans
-        # for the other, so neither silently turns into the other).
-        plans = {
-            "service_plan_index": hnsw_index_in(service_plan(vector=query_vectors[0].tolist(), limit=10)),
-            "service_type_plan_index": hnsw_index_in(
-                service_plan(vector=query_vectors[0].tolist(), limit=10, memory_type="error")),
-        }
-        # As the service sets them: ef_search, and the iterative scan that applies filters during the scan.
-        approximate = [f"SET LOCAL hnsw.ef_search = {max(settings.ULTRON_SEARCH_EF, 40)}", ITERATIVE_SCAN,
-                       "SET LOCAL enable_seqscan = off"]
-        exact_scan = ["SET LOCAL enable_indexscan = off"]
-        # recall@10 of the index against exact search: no filter, by type (a sixth of the rows), by tag (a twentieth)
-        recall_keys = {"no filter": "recall", "memory_type": "recall_type", "tags": "recall_tags"}
-        for label, where in (("no filter", "status = 'active'"), ("memory_type", "status = 'active' AND memory_type = 'error'"),
-                             ("tags", "status = 'active' AND tags @> ARRAY['team-3']::varchar(200)[]")):
-            hits = 0
-            sample = query_vectors[: min(100, len(query_vectors))]
-            sql = f"SELECT id FROM memories_memory WHERE {where} ORDER BY embedding <=> %s::vector LIMIT 10"
-            for vector in sample:
-                literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-                with transaction.atomic(), connection.cursor() as cursor:
-                    for statement in approximate:  # ef_search as the service sets it
-                        cursor.execute(statement)
-                    cursor.execute(sql, [literal])
-                    approx = {r[0] for r in cursor.fetchall()}
-                with transaction.atomic(), connection.cursor() as cursor:
-                    for statement in exact_scan:
-                        cursor.execute(statement)
-                    cursor.execute(sql, [literal])
-                    exact = {r[0] for r in cursor.fetchall()}
-                hits += len(approx & exact)
-            recall = hits / (10 * len(sample))
-            literal = "[" + ",".join(f"{x:.7g}" for x in sample[0]) + "]"
-            key = recall_keys[label]
-            plans[f"{key}_plan_index"] = hnsw_index_in(explain(sql, [literal], *approximate))
-            plans[f"{key}_exact_plan_index"] = hnsw_index_in(explain(sql, [literal], *exact_scan))
-            rows.append((f"recall@10 vs exact, {label}", f"{recall:.3f} (index {plans[f'{key}_plan_index'] or 'none'})"))
-            figures[key.replace("recall", "recall_at_10")] = recall
-        rows.append(("service query's index, no filter / memory_type",
-                     f"{plans['service_plan_index'] or 'none (whole table read)'} / "
-                     f"{plans['service_type_plan_index'] or 'none (whole table read)'}"))
-        figures.update(plans)
+        if not args.api_only:  # the service's rows, the plans and recall
+            for label, filters in cases.items():
+                progress(f"service, {label}")
+                p50, p95, p99 = service_times(filters)
+                rows.append((f"service, {label}", f"p50 {p50:.1f} ms  p95 {p95:.1f} ms  p99 {p99:.1f} ms"))
+                if label == "no filter":
+                    figures["service_p50_ms"], figures["service_p95_ms"] = p50, p95
+                if label == "hybrid mode":
+                    figures["service_hybrid_p50_ms"], figures["service_hybrid_p95_ms"] = p50, p95
+            # The plans the figures are about: the service's query on its HNSW index (a table too
+            # small for it is read whole, and the timings would be of that), and recall measured on
+            # the index against a real exact scan (sequential scans off for the one, index scans
+            # for the other, so neither silently turns into the other).
+            plans = {
+                "service_plan_index": hnsw_index_in(service_plan(vector=query_vectors[0].tolist(), limit=10)),
+                "service_type_plan_index": hnsw_index_in(
+                    service_plan(vector=query_vectors[0].tolist(), limit=10, memory_type="error")),
+            }
+            # As the service sets them: ef_search, and the iterative scan that applies filters during the scan.
+            approximate = [f"SET LOCAL hnsw.ef_search = {max(settings.ULTRON_SEARCH_EF, 40)}", ITERATIVE_SCAN,
+                           "SET LOCAL enable_seqscan = off"]
+            exact_scan = ["SET LOCAL enable_indexscan = off"]
+            # recall@10 of the index against exact search: no filter, by type (a sixth of the rows), by tag (a twentieth)
+            recall_keys = {"no filter": "recall", "memory_type": "recall_type", "tags": "recall_tags"}
+            for label, where in (("no filter", "status = 'active'"), ("memory_type", "status = 'active' AND memory_type = 'error'"),
+                                 ("tags", "status = 'active' AND tags @> ARRAY['team-3']::varchar(200)[]")):
+                hits = 0
+                sample = query_vectors[: min(100, len(query_vectors))]
+                sql = f"SELECT id FROM memories_memory WHERE {where} ORDER BY embedding <=> %s::vector LIMIT 10"
+                for vector in sample:
+                    literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+                    with transaction.atomic(), connection.cursor() as cursor:
+                        for statement in approximate:  # ef_search as the service sets it
+                            cursor.execute(statement)
+                        cursor.execute(sql, [literal])
+                        approx = {r[0] for r in cursor.fetchall()}
+                    with transaction.atomic(), connection.cursor() as cursor:
+                        for statement in exact_scan:
+                            cursor.execute(statement)
+                        cursor.execute(sql, [literal])
+                        exact = {r[0] for r in cursor.fetchall()}
+                    hits += len(approx & exact)
+                recall = hits / (10 * len(sample))
+                literal = "[" + ",".join(f"{x:.7g}" for x in sample[0]) + "]"
+                key = recall_keys[label]
+                plans[f"{key}_plan_index"] = hnsw_index_in(explain(sql, [literal], *approximate))
+                plans[f"{key}_exact_plan_index"] = hnsw_index_in(explain(sql, [literal], *exact_scan))
+                rows.append((f"recall@10 vs exact, {label}", f"{recall:.3f} (index {plans[f'{key}_plan_index'] or 'none'})"))
+                figures[key.replace("recall", "recall_at_10")] = recall
+            rows.append(("service query's index, no filter / memory_type",
+                         f"{plans['service_plan_index'] or 'none (whole table read)'} / "
+                         f"{plans['service_type_plan_index'] or 'none (whole table read)'}"))
+            figures.update(plans)
         progress("API")
         from agents.models import Role, Space
 
@@ -357,24 +360,25 @@ def main() -> None:
         rows.append(("API, hybrid, a repeated query (cached embedding)", f"p50 {p50:.1f} ms  p95 {p95:.1f} ms  p99 {p99:.1f} ms"))
         figures["api_repeat_p50_ms"], figures["api_repeat_p95_ms"] = p50, p95
         # the anchor's approach: every vector into Python, cosine in a loop
-        progress("Python scan")
-        brute = []
-        for vector in query_vectors[: 3 if args.n <= 200_000 else 1]:  # 1.5 min a query at 1M
-            started = time.perf_counter()
-            # streamed from a server-side cursor: a list of a million vectors does not fit beside the rest
-            stored = Memory.objects.filter(status="active").values_list("id", "embedding").iterator(chunk_size=5000)
-            query = [float(x) for x in vector]
-            scores = []
-            for memory_id, embedding in stored:
-                values = [float(x) for x in embedding]
-                scores.append((sum(a * b for a, b in zip(query, values, strict=True)), memory_id))
-            scores.sort(reverse=True)
-            brute.append(time.perf_counter() - started)
-        brute_ms = statistics.median(brute) * 1000
-        rows.append(("Python scan over every vector", f"median {brute_ms:,.0f} ms per query"))
-        figures["bruteforce_ms"] = brute_ms
-        figures["bruteforce_ratio"] = brute_ms / figures["service_p50_ms"]
-        rows.append(("Python scan / service p50", f"{figures['bruteforce_ratio']:,.0f}x"))
+        if not args.api_only:  # the anchor's approach
+            progress("Python scan")
+            brute = []
+            for vector in query_vectors[: 3 if args.n <= 200_000 else 1]:  # 1.5 min a query at 1M
+                started = time.perf_counter()
+                # streamed from a server-side cursor: a list of a million vectors does not fit beside the rest
+                stored = Memory.objects.filter(status="active").values_list("id", "embedding").iterator(chunk_size=5000)
+                query = [float(x) for x in vector]
+                scores = []
+                for memory_id, embedding in stored:
+                    values = [float(x) for x in embedding]
+                    scores.append((sum(a * b for a, b in zip(query, values, strict=True)), memory_id))
+                scores.sort(reverse=True)
+                brute.append(time.perf_counter() - started)
+            brute_ms = statistics.median(brute) * 1000
+            rows.append(("Python scan over every vector", f"median {brute_ms:,.0f} ms per query"))
+            figures["bruteforce_ms"] = brute_ms
+            figures["bruteforce_ratio"] = brute_ms / figures["service_p50_ms"]
+            rows.append(("Python scan / service p50", f"{figures['bruteforce_ratio']:,.0f}x"))
     print_table(f"Search at {args.n:,} memories (2 cores)", rows)
     write_results(f"search-{args.n}", figures, as_json=args.json)
 
