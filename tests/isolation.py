@@ -74,6 +74,7 @@ class TeamRows:
     segment_ids: list[int]
     candidate_id: int
     change_id: int  # a conflict between two of its memories, open for a curator
+    type_change_id: int  # a type the classifier was unsure of, open for a curator
     contribution_id: int
     raw_ids: list[int]
     ints: set[int] = field(default_factory=set)  # every integer id of the team's rows
@@ -103,7 +104,7 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
     from clusters.services import cluster_crystallize
     from ingestion.models import RawUpload, TaskSegment
     from ingestion.services import files_ingest, session_process, text_ingest
-    from memories.models import KnowledgeChange, MemoryContribution, MergeCandidate
+    from memories.models import KnowledgeChange, MemoryContribution, MergeCandidate, TypeChange
     from memories.services import memory_upload
 
     space = space_create(slug=slug, name=f"Team {slug[-1].upper()}")
@@ -122,6 +123,9 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
             space=space, memory=memories[1], duplicate_of=memories[0], similarity=0.8, conflicts=[word])
         change = KnowledgeChange.objects.create(space=space, kind="conflict", state="open", old=memories[2],
                                                 new=memories[3], similarity=0.8, evidence=f"values: {word}")
+        type_change = (TypeChange.objects.filter(space=space, state="open").first()
+                       or TypeChange.objects.create(space=space, memory=memories[1], state="open",
+                                                    chosen=memories[1].memory_type, runner_up="pattern", margin=0.1))
         job, [result] = files_ingest(agent=agent, files=[(f"{word}-session.jsonl", session_file(word))], space=space)
         session_process(session_id=result.session_id)
         text_ingest(agent=agent, space=space, text=text_lesson(word))
@@ -131,13 +135,13 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
             skill_id=version.skill_id, version=version.version, version_id=version.pk, job_id=str(job.pk),
             session_id=result.session_id,
             segment_ids=list(TaskSegment.objects.filter(session_id=result.session_id).values_list("pk", flat=True)),
-            candidate_id=candidate.pk, change_id=change.pk,
+            candidate_id=candidate.pk, change_id=change.pk, type_change_id=type_change.pk,
             contribution_id=MemoryContribution.objects.filter(space=space).values_list("pk", flat=True).first(),
             raw_ids=list(RawUpload.objects.filter(space=space).values_list("pk", flat=True)),
         )
         assert rows.segment_ids and rows.contribution_id and len(rows.raw_ids) >= 2, rows
         for model in (KnowledgeCluster, ClusterMember, Skill, SkillVersion, MergeCandidate, MemoryContribution,
-                      RawUpload, TaskSegment, KnowledgeChange):
+                      RawUpload, TaskSegment, KnowledgeChange, TypeChange):
             rows.ints |= set(model.objects.filter(space=space).values_list("pk", flat=True))
         rows.ints.add(rows.session_id)
     return rows

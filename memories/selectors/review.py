@@ -22,6 +22,8 @@ from memories.models import (
     MergeCandidate,
     Status,
     TierSnapshot,
+    TypeChange,
+    TypeState,
 )
 
 # How the automatic merges were decided (a curator's own merges are listed in the history).
@@ -133,9 +135,28 @@ def change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
     return KnowledgeChange.objects.filter(pk=change_id, space_id__in=space_ids).exists()
 
 
+def type_reviews_open() -> QuerySet[TypeChange]:
+    """Types the classifier was unsure of, waiting for a curator (of active memories only)."""
+    return TypeChange.objects.filter(state=TypeState.OPEN, memory__status=Status.ACTIVE)
+
+
+def type_change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
+    return TypeChange.objects.filter(pk=change_id, space_id__in=space_ids).exists()
+
+
+def type_reviews_in_spaces(*, review_ids: list[int], space_ids: list[int]) -> list[int]:
+    """Those of ``review_ids`` that are open reviews of ``space_ids``."""
+    return list(type_reviews_open().filter(pk__in=review_ids, space_id__in=space_ids).values_list("pk", flat=True))
+
+
+def type_changes_of(*, memory_id: Any) -> list[TypeChange]:
+    """A memory's type reviews and decisions, newest first."""
+    return list(TypeChange.objects.filter(memory_id=memory_id).order_by("-created_at", "-pk")[:50])
+
+
 # --- the review queue: everything the hub decided alone or could not decide -------------------
 
-QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge")
+QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge", "type")
 # Decisions the hub took alone stay in the queue this long, for a curator to undo.
 QUEUE_DAYS = 30
 
@@ -156,6 +177,7 @@ def _queue_querysets(space_ids: list[int] | None) -> dict[str, Any]:
         "merge": _in_spaces(MemoryContribution.objects.filter(
             created_at__gte=since, match_reason__in=AUTOMATIC_REASONS, memory__status=Status.ACTIVE)
             .exclude(match_reason="exact").select_related("memory", "agent").defer("memory__embedding"), space_ids),
+        "type": _in_spaces(type_reviews_open().select_related("memory").defer("memory__embedding"), space_ids),
     }
 
 
