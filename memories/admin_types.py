@@ -94,7 +94,7 @@ def set_type_selected(admin: Any, request: Any, queryset: Any) -> TemplateRespon
         return None
     context = {
         **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Set the type of memories",
-        "memories": list(queryset.only("pk", "summary_l0", "content", "memory_type")[:200]),
+        "memories": list(queryset.select_related(None).only("pk", "summary_l0", "content", "memory_type")[:200]),
         "selected": list(queryset.values_list("pk", flat=True)), "types": MemoryType.values,
         "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME, "select_across": request.POST.get("select_across", "0"),
     }
