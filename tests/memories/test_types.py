@@ -25,7 +25,8 @@ CLEAR = [
     ("We went hiking at the lake on Sunday with the kids and the dog.", "life"),
 ]
 # Short texts with nothing telling in them: the classifier's top two are close.
-UNCLEAR = ["Use uv instead of pip.", "Notes about the build."]
+UNCLEAR = ["Use uv instead of pip.", "Notes about the build.",
+           "运行 pip install 时报错：连接超时，配置代理后修复"]  # an error the classifier reads as a correction
 
 
 @pytest.mark.parametrize(("text", "expected"), CLEAR)
@@ -136,7 +137,7 @@ def test_a_type_changed_on_the_memory_page_can_be_undone_and_a_later_change_bloc
 @pytest.mark.django_db
 def test_bulk_set_type_on_the_memory_list_and_on_the_queue():
     client = _curator("bea")
-    first, second = (memory_upload(content=text) for text in UNCLEAR)
+    first, second = (memory_upload(content=text) for text in UNCLEAR[:2])
     clear = memory_upload(content=CLEAR[2][0]).memory
     changelist = reverse("admin:memories_memory_changelist")
     selected = {"action": "set_type_selected", "_selected_action": [str(first.memory.pk), str(clear.pk)]}
