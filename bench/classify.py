@@ -134,7 +134,12 @@ def main() -> None:
 
 
 def review_rule(cases: list[dict], bodies: list[tuple[str, str, str]], vectors, truth: list[str]) -> dict:
-    from memories.judgements.classify import NEAREST_WEIGHT, UNSURE_MARGIN, decision_from, type_probabilities
+    from memories.judgements.classify import (
+        NEAREST_WEIGHT,
+        UNSURE_MARGIN,
+        decision_from,
+        type_probabilities,
+    )
 
     dev = [is_dev(c) for c in cases]
     by_weight = {w: [type_probabilities(*b, vector=v, nearest_weight=w) for b, v in zip(bodies, vectors, strict=True)]

@@ -18,9 +18,14 @@ from django.utils.html import format_html, format_html_join
 from agents.admin_spaces import page_spaces
 from core.admin_tools import HtmxHttpRequest
 from memories.admin_review import _done
-from memories.models import MemoryType, TypeState
+from memories.models import ChangeState, MemoryType
 from memories.selectors import review as reads
-from memories.services.types import TypeChangeError, memory_types_set, type_change_undo, type_review_decide
+from memories.services.types import (
+    TypeChangeError,
+    memory_types_set,
+    type_change_undo,
+    type_review_decide,
+)
 
 TYPE_ACTIONS = ("set", "undo")
 
@@ -113,17 +118,17 @@ def type_history(memory: Any) -> str:
         origin = (format_html("the classifier chose {} (runner-up {}, margin {})", change.chosen, change.runner_up,
                               f"{change.margin:.2f}") if change.margin is not None
                   else format_html("the type was {}", change.chosen))
-        if change.state == TypeState.OPEN:
+        if change.state == ChangeState.OPEN:
             verdict = format_html('<a class="hub-link" href="{}?kind=type">waiting in the review queue</a>',
                                   reverse("admin:memories_memory_queue"))
         else:
             verdict = format_html("set to {} by {} on {}", change.memory_type, change.decided_by,
                                   f"{change.decided_at:%Y-%m-%d %H:%M}" if change.decided_at else "?")
-        if change.state == TypeState.UNDONE:
+        if change.state == ChangeState.UNDONE:
             verdict = format_html("{} · undone by {} on {}", verdict, change.undone_by,
                                   f"{change.undone_at:%Y-%m-%d %H:%M}" if change.undone_at else "?")
         button = ""
-        if change.state == TypeState.DONE and change.memory_type == memory.memory_type:
+        if change.state == ChangeState.DONE and change.memory_type == memory.memory_type:
             button = format_html(
                 ' <button class="hub-button hub-button-quiet" type="submit" formaction="{}" formnovalidate '
                 'name="next" value="{}">Undo</button>',

@@ -300,32 +300,19 @@ class KnowledgeChange(models.Model):
         return f"{self.kind}: {self.new_id} / {self.old_id} ({self.state})"
 
 
-class TypeState(models.TextChoices):
-    OPEN = "open", "Waiting for a curator"
-    DONE = "done", "Decided"
-    UNDONE = "undone", "Undone"
-
-
 class TypeChange(models.Model):
-    """A memory's type, reviewed (docs/flow.md#the-review-queue): an assignment the offline
-    classifier was unsure of (``margin`` between ``chosen`` and ``runner_up`` below
-    ``classify.UNSURE_MARGIN``), open until a curator confirms or changes it; or a curator's
-    change of a memory's type (from the queue, the memory page or the list's bulk action).
-    ``chosen`` is the type before the decision, ``memory_type`` the one decided; a decision can
-    be undone (``undone_by``): the memory gets ``chosen`` back."""
+    """A memory's type, reviewed (docs/flow.md#the-review-queue): an unsure offline assignment
+    (open until a curator decides; one open row per memory at most) or a curator's change. ``chosen``:
+    the type before the decision; ``memory_type``: the one decided; undoing gives ``chosen`` back."""
 
     space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="type_changes")
-    state = models.CharField(max_length=8, choices=TypeState.choices)
-    chosen = models.CharField(max_length=16, choices=MemoryType.choices,
-                              help_text="The type before the decision (the classifier's, for an unsure assignment).")
-    runner_up = models.CharField(max_length=16, choices=MemoryType.choices, blank=True,
-                                 help_text="The classifier's second choice (unsure assignments only).")
-    margin = models.FloatField(null=True, blank=True,
-                               help_text="Top probability minus the runner-up's (unsure assignments only).")
-    memory_type = models.CharField(max_length=16, choices=MemoryType.choices, blank=True,
-                                   help_text="The type decided (empty while open).")
-    decided_by = models.CharField(max_length=150, blank=True, help_text="The curator's user name.")
+    state = models.CharField(max_length=8, choices=ChangeState.choices)
+    chosen = models.CharField(max_length=16, choices=MemoryType.choices)
+    runner_up = models.CharField(max_length=16, choices=MemoryType.choices, blank=True)
+    margin = models.FloatField(null=True, blank=True, help_text="Top probability minus the runner-up's.")
+    memory_type = models.CharField(max_length=16, choices=MemoryType.choices, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     undone_by = models.CharField(max_length=150, blank=True)
     undone_at = models.DateTimeField(null=True, blank=True)
@@ -334,9 +321,8 @@ class TypeChange(models.Model):
     class Meta:
         ordering = ["-created_at", "-pk"]
         constraints = [
-            # One open review per memory: a second unsure classification of it adds nothing.
             models.UniqueConstraint(fields=["memory"], condition=Q(state="open"), name="type_change_one_open"),
-            models.CheckConstraint(condition=Q(state__in=TypeState.values), name="type_change_state"),
+            models.CheckConstraint(condition=Q(state__in=ChangeState.values), name="type_change_state"),
         ]
         indexes = [models.Index(fields=["state", "-created_at"], name="type_change_open", condition=Q(state="open"))]
 

@@ -166,7 +166,7 @@ def _train(embedder: Any) -> TypeModel:
         start += width
     if min(np.bincount(labels, minlength=len(types))) < NEAREST:
         raise ValueError(f"{PROTOTYPES_PATH.name} must hold at least {NEAREST} examples of every type")
-    unit = vectors.astype(np.float64)
+    unit: np.ndarray = vectors.astype(np.float64)
     unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
     return TypeModel(types, tuple(views), coef[:, start:], regression.intercept_, unit, labels)
 

@@ -23,7 +23,6 @@ from memories.models import (
     Status,
     TierSnapshot,
     TypeChange,
-    TypeState,
 )
 
 # How the automatic merges were decided (a curator's own merges are listed in the history).
@@ -137,7 +136,7 @@ def change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
 
 def type_reviews_open() -> QuerySet[TypeChange]:
     """Types the classifier was unsure of, waiting for a curator (of active memories only)."""
-    return TypeChange.objects.filter(state=TypeState.OPEN, memory__status=Status.ACTIVE)
+    return TypeChange.objects.filter(state=ChangeState.OPEN, memory__status=Status.ACTIVE)
 
 
 def type_change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:

@@ -91,7 +91,8 @@ def memory_edit(
                 note=f"redacted: {redaction_summary(clean.redactions)}" if clean.redactions else "",
             )
         if type_changed:
-            from memories.services.types import memory_type_set  # it records history through this module
+            # Imported here: types records history through this module.
+            from memories.services.types import memory_type_set
 
             memory_type_set(memory_id=memory.pk, memory_type=str(memory_type), user=editor)
             memory.memory_type = str(memory_type)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from core.errors import INVALID, NOT_FOUND, ApplicationError
 from memories.judgements.classify import TypeDecision
-from memories.models import Memory, MemoryType, TypeChange, TypeState
+from memories.models import ChangeState, Memory, MemoryType, TypeChange
 from memories.services.edit import memory_history_record
 
 
@@ -27,7 +27,7 @@ def type_review_record(*, memory: Memory, decision: TypeDecision) -> TypeChange 
     transaction, after the memory is stored with ``decision.memory_type``); None otherwise."""
     if not decision.unsure or decision.margin is None:
         return None
-    return TypeChange.objects.create(space_id=memory.space_id, memory=memory, state=TypeState.OPEN,
+    return TypeChange.objects.create(space_id=memory.space_id, memory=memory, state=ChangeState.OPEN,
                                      chosen=decision.memory_type, runner_up=decision.runner_up or "",
                                      margin=round(decision.margin, 4))
 
@@ -51,7 +51,7 @@ def memory_type_set(*, memory_id: Any, memory_type: str, user: str, review_id: i
         memory = Memory.objects.select_for_update().only("pk", "space_id", "memory_type").filter(pk=memory_id).first()
         if memory is None:
             raise TypeChangeError("No such memory.", code=NOT_FOUND)
-        review = TypeChange.objects.select_for_update().filter(memory_id=memory.pk, state=TypeState.OPEN).first()
+        review = TypeChange.objects.select_for_update().filter(memory_id=memory.pk, state=ChangeState.OPEN).first()
         if review_id is not None and (review is None or review.pk != review_id):
             raise TypeChangeError("This type was already decided.", code=INVALID)
         before = memory.memory_type
@@ -62,12 +62,12 @@ def memory_type_set(*, memory_id: Any, memory_type: str, user: str, review_id: i
             Memory.objects.filter(pk=memory.pk).update(memory_type=memory_type, updated_at=now)
         why = _why(review)
         if review is not None:
-            review.state, review.memory_type = TypeState.DONE, memory_type
+            review.state, review.memory_type = ChangeState.DONE, memory_type
             review.decided_by, review.decided_at = user[:150], now
             review.save(update_fields=["state", "memory_type", "decided_by", "decided_at"])
             change = review
         else:
-            change = TypeChange.objects.create(space_id=memory.space_id, memory_id=memory.pk, state=TypeState.DONE,
+            change = TypeChange.objects.create(space_id=memory.space_id, memory_id=memory.pk, state=ChangeState.DONE,
                                                chosen=before, memory_type=memory_type, decided_by=user[:150],
                                                decided_at=now)
         memory_history_record(memory_id=memory.pk, editor=user, action="type confirmed" if before == memory_type
@@ -102,7 +102,7 @@ def type_change_undo(*, change_id: int, user: str) -> TypeChange:
             raise TypeChangeError(f"No type change {change_id}.", code=NOT_FOUND)
         memory = Memory.objects.select_for_update().only("pk", "space_id", "memory_type").get(pk=memory_id)
         change = TypeChange.objects.select_for_update().get(pk=change_id)
-        if change.state != TypeState.DONE:
+        if change.state != ChangeState.DONE:
             raise TypeChangeError("Only a decided type can be undone.", code=INVALID)
         if memory.memory_type != change.memory_type:
             raise TypeChangeError(f"The memory's type changed since (now {memory.memory_type}): "
@@ -110,12 +110,12 @@ def type_change_undo(*, change_id: int, user: str) -> TypeChange:
         now = timezone.now()
         if change.chosen != change.memory_type:
             Memory.objects.filter(pk=memory.pk).update(memory_type=change.chosen, updated_at=now)
-        change.state, change.undone_by, change.undone_at = TypeState.UNDONE, user[:150], now
+        change.state, change.undone_by, change.undone_at = ChangeState.UNDONE, user[:150], now
         change.save(update_fields=["state", "undone_by", "undone_at"])
         # A review answered and undone is open again: the classifier's doubt still stands.
         if change.margin is not None and not TypeChange.objects.filter(memory_id=memory.pk,
-                                                                      state=TypeState.OPEN).exists():
-            TypeChange.objects.create(space_id=memory.space_id, memory_id=memory.pk, state=TypeState.OPEN,
+                                                                      state=ChangeState.OPEN).exists():
+            TypeChange.objects.create(space_id=memory.space_id, memory_id=memory.pk, state=ChangeState.OPEN,
                                       chosen=change.chosen, runner_up=change.runner_up, margin=change.margin)
         memory_history_record(memory_id=memory.pk, editor=user, action="type undone",
                               before={"memory_type": change.memory_type}, after={"memory_type": change.chosen},

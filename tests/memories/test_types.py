@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from agents.models import Role
 from memories.judgements.classify import UNSURE_MARGIN, classify, classify_decide
-from memories.models import Memory, MemoryEdit, TypeChange, TypeState
+from memories.models import ChangeState, Memory, MemoryEdit, TypeChange
 from memories.services import memory_upload
 from memories.services.edit import memory_edit
 from memories.services.types import TypeChangeError, memory_type_set, type_change_undo
@@ -68,7 +68,7 @@ def _curator(username: str, space=None) -> Client:
 def test_an_upload_queues_its_type_only_when_the_classifier_is_unsure():
     unsure = memory_upload(content=UNCLEAR[0])
     review = unsure.type_review
-    assert review is not None and review.state == TypeState.OPEN and review.space_id == unsure.memory.space_id
+    assert review is not None and review.state == ChangeState.OPEN and review.space_id == unsure.memory.space_id
     assert review.chosen == unsure.memory.memory_type and review.runner_up and review.margin < UNSURE_MARGIN
     sure = memory_upload(content=CLEAR[0][0])
     assert sure.type_review is None and sure.memory.memory_type == "error"
@@ -108,14 +108,14 @@ def test_a_curator_sets_a_queued_type_from_the_queue_and_undoes_it_from_the_memo
     assert response.status_code == 302 and response["Location"] == page_url
     memory.refresh_from_db()
     review.refresh_from_db()
-    assert memory.memory_type == review.chosen and (review.state, review.undone_by) == (TypeState.UNDONE, "tess")
+    assert memory.memory_type == review.chosen and (review.state, review.undone_by) == (ChangeState.UNDONE, "tess")
     assert MemoryEdit.objects.filter(memory=memory, action="type undone", editor="tess").exists()
     assert "undone by tess" in client.get(page_url).content.decode()
     # The classifier's doubt stands again: the memory is back in the queue, and "keep" settles it.
-    reopened = TypeChange.objects.get(memory=memory, state=TypeState.OPEN)
+    reopened = TypeChange.objects.get(memory=memory, state=ChangeState.OPEN)
     client.post(reverse("admin:memories_memory_type_action", args=[reopened.pk, "set"]), {"memory_type": reopened.chosen})
     reopened.refresh_from_db()
-    assert (reopened.state, reopened.memory_type) == (TypeState.DONE, reopened.chosen)
+    assert (reopened.state, reopened.memory_type) == (ChangeState.DONE, reopened.chosen)
     assert MemoryEdit.objects.filter(memory=memory, action="type confirmed").exists()
 
 
@@ -124,14 +124,14 @@ def test_a_type_changed_on_the_memory_page_can_be_undone_and_a_later_change_bloc
     memory = memory_upload(content=CLEAR[0][0]).memory
     memory_edit(memory_id=memory.pk, editor="ed", content=memory.content, memory_type="pattern")
     change = TypeChange.objects.get(memory=memory)
-    assert (change.state, change.chosen, change.memory_type, change.margin) == (TypeState.DONE, "error", "pattern", None)
+    assert (change.state, change.chosen, change.memory_type, change.margin) == (ChangeState.DONE, "error", "pattern", None)
     later = memory_type_set(memory_id=memory.pk, memory_type="life", user="flo")
     with pytest.raises(TypeChangeError, match="changed since"):
         type_change_undo(change_id=change.pk, user="ed")
     type_change_undo(change_id=later.pk, user="ed")
     type_change_undo(change_id=change.pk, user="ed")
     assert Memory.objects.get(pk=memory.pk).memory_type == "error"
-    assert not TypeChange.objects.filter(state=TypeState.OPEN).exists()  # no doubt to reopen
+    assert not TypeChange.objects.filter(state=ChangeState.OPEN).exists()  # no doubt to reopen
 
 
 @pytest.mark.django_db
@@ -147,7 +147,7 @@ def test_bulk_set_type_on_the_memory_list_and_on_the_queue():
     assert response.status_code == 302
     assert {m.memory_type for m in Memory.objects.filter(pk__in=[first.memory.pk, clear.pk])} == {"security"}
     first.type_review.refresh_from_db()
-    assert (first.type_review.state, first.type_review.decided_by) == (TypeState.DONE, "bea")
+    assert (first.type_review.state, first.type_review.decided_by) == (ChangeState.DONE, "bea")
     assert MemoryEdit.objects.filter(action="type", editor="bea").count() == 2
 
     queue = reverse("admin:memories_memory_queue")
@@ -177,4 +177,4 @@ def test_a_curator_of_another_space_never_sees_or_decides_its_type_reviews():
         assert other.post(url, {"memory_type": "life"}).status_code == 404
     other.post(reverse("admin:memories_memory_type_bulk"), {"review": [review.pk], "memory_type": "life"})
     review.refresh_from_db()
-    assert review.state == TypeState.OPEN and Memory.objects.get(pk=result.memory.pk).memory_type == review.chosen
+    assert review.state == ChangeState.OPEN and Memory.objects.get(pk=result.memory.pk).memory_type == review.chosen
