@@ -139,6 +139,10 @@ def type_reviews_open() -> QuerySet[TypeChange]:
     return TypeChange.objects.filter(state=ChangeState.OPEN, memory__status=Status.ACTIVE)
 
 
+def type_reviews_open_count(*, space_ids: list[int] | None = None) -> int:
+    return _in_spaces(type_reviews_open(), space_ids).count()
+
+
 def type_change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
     return TypeChange.objects.filter(pk=change_id, space_id__in=space_ids).exists()
 

@@ -83,6 +83,7 @@ def test_a_curator_sets_a_queued_type_from_the_queue_and_undoes_it_from_the_memo
     result = memory_upload(content=UNCLEAR[0])
     memory, review = result.memory, result.type_review
     queue = reverse("admin:memories_memory_queue")
+    assert f'href="{queue}?kind=type"' in client.get(reverse("admin:index")).content.decode()  # the dashboard's count
     page = client.get(queue + "?kind=type").content.decode()
     assert "Types to confirm (1)" in page and f'id="type-{review.pk}"' in page
     assert f"Keep {review.chosen}" in page and f"Set {review.runner_up}" in page and 'data-key="c"' in page
