@@ -11,12 +11,22 @@ text with it.
 Printed: accuracy of the offline classifier (trained on the prototypes), of cue words alone
 (the previous classifier) and of the nearest prototypes by embedding alone; per-type precision and recall; the
 confusion matrix (rows: label, columns: predicted); accuracy on English and Chinese items.
+
+Then the review queue's rule (``classify.UNSURE_MARGIN``): an assignment whose margin between
+the top two types is below it goes to a curator. The set is split by a stable rule — the first
+byte of each item's content's SHA-256 even: *dev*, odd: *held-out* — and two values are chosen
+on dev only: the nearest prototypes' weight (``NEAREST_WEIGHT``: lowest log-loss on a grid) and
+the margin (the highest kept accuracy with at most ``QUEUE_TARGET`` of dev queued). Printed for
+the values in force: the accuracy of the assignments kept (not queued) and the share queued,
+overall, on dev and on held-out; and what dev would choose, to show when the constants drift.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -27,10 +37,35 @@ from bench._common import ROOT, django_setup, print_table, write_results  # noqa
 
 CASES = ROOT / "tests" / "data" / "memory_types.jsonl"
 TARGET = 0.90
+KEPT_TARGET = 0.95  # accuracy of the assignments not sent to review
+QUEUE_TARGET = 0.20  # at most this share sent to review
+WEIGHTS = (0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0)
 
 
 def is_chinese(text: str) -> bool:
     return sum(1 for c in text if "\u3400" <= c <= "\u9fff") >= 4
+
+
+def is_dev(case: dict) -> bool:
+    """The stable split: dev when the first byte of the content's SHA-256 is even."""
+    return hashlib.sha256(case["content"].encode()).digest()[0] % 2 == 0
+
+
+def kept_and_queued(rows: list[tuple[float, bool]], margin: float) -> tuple[float, float]:
+    """(accuracy of the rows kept, share queued) for ``rows`` of (margin, right) at ``margin``."""
+    kept = [right for m, right in rows if m >= margin]
+    return sum(kept) / max(len(kept), 1), 1 - len(kept) / max(len(rows), 1)
+
+
+def margin_choose(rows: list[tuple[float, bool]]) -> float:
+    """The margin with the highest kept accuracy while at most QUEUE_TARGET of ``rows`` are
+    queued (the lowest such margin on a tie), among the rows' own margins rounded to 0.01."""
+    best: tuple[float, float] | None = None
+    for margin in sorted({round(m, 2) for m, _ in rows} | {0.0}):
+        accuracy, queued = kept_and_queued(rows, margin)
+        if queued <= QUEUE_TARGET and (best is None or accuracy > best[0]):
+            best = (accuracy, margin)
+    return best[1] if best else 0.0
 
 
 def main() -> None:
@@ -93,7 +128,54 @@ def main() -> None:
         print(f"{label:<18}" + " ".join(f"{confusion[(label, p)]:>6}" for p in types))
     figures["confusion"] = {label: {p: confusion[(label, p)] for p in types} for label in types}
     figures["target"] = TARGET
+    figures["review"] = review_rule(cases, bodies, vectors, truth)
     write_results("classify", figures, as_json=args.json)
+
+
+
+def review_rule(cases: list[dict], bodies: list[tuple[str, str, str]], vectors, truth: list[str]) -> dict:
+    from memories.judgements.classify import (
+        NEAREST_WEIGHT,
+        UNSURE_MARGIN,
+        decision_from,
+        type_probabilities,
+    )
+
+    dev = [is_dev(c) for c in cases]
+    by_weight = {w: [type_probabilities(*b, vector=v, nearest_weight=w) for b, v in zip(bodies, vectors, strict=True)]
+                 for w in sorted({*WEIGHTS, NEAREST_WEIGHT})}
+    rows: list[tuple[str, str]] = [("split (sha256 of content)", f"dev {sum(dev)}, held-out {len(dev) - sum(dev)}")]
+    loss = {}
+    for weight, probabilities in by_weight.items():
+        losses = [-math.log(p[t] + 1e-12) for p, t, d in zip(probabilities, truth, dev, strict=True) if d]
+        loss[weight] = sum(losses) / len(losses)
+    chosen_weight = min(WEIGHTS, key=lambda w: loss[w])
+    rows.append(("nearest-prototype weight: dev log-loss",
+                 ", ".join(f"{w:g}: {v:.4f}" for w, v in loss.items())))
+    rows.append(("  chosen on dev / in force", f"{chosen_weight:g} / {NEAREST_WEIGHT:g}"))
+    decisions = [decision_from(p) for p in by_weight[NEAREST_WEIGHT]]
+    scored = [(d.margin or 0.0, d.memory_type == t) for d, t in zip(decisions, truth, strict=True)]
+    parts = {"all": scored, "dev": [r for r, d in zip(scored, dev, strict=True) if d],
+             "held-out": [r for r, d in zip(scored, dev, strict=True) if not d]}
+    chosen_margin = margin_choose(parts["dev"])
+    rows.append(("unsure margin: chosen on dev / in force", f"{chosen_margin:.2f} / {UNSURE_MARGIN:.2f}"))
+    figures: dict = {"weight": NEAREST_WEIGHT, "weight_dev_choice": chosen_weight, "margin": UNSURE_MARGIN,
+                     "margin_dev_choice": chosen_margin, "dev_log_loss": loss}
+    for name, part in parts.items():
+        accuracy = sum(right for _, right in part) / len(part)
+        kept, queued = kept_and_queued(part, UNSURE_MARGIN)
+        met = "met" if kept >= KEPT_TARGET and queued <= QUEUE_TARGET else "NOT met"
+        rows.append((f"{name}: kept accuracy / queued", f"{kept:.3f} / {queued:.1%} (accuracy of all {accuracy:.3f}, "
+                                                        f"n {len(part)}; target >= {KEPT_TARGET} with <= {QUEUE_TARGET:.0%}: {met})"))
+        figures[name] = {"n": len(part), "accuracy": accuracy, "kept_accuracy": kept, "queued": queued}
+    for margin in (0.3, 0.4, 0.5, 0.6, 0.7):
+        line = []
+        for name, part in parts.items():
+            kept, queued = kept_and_queued(part, margin)
+            line.append(f"{name} {kept:.3f} / {queued:.1%}")
+        rows.append((f"  at margin {margin:.1f} (kept / queued)", ", ".join(line)))
+    print_table("Unsure assignments go to review", rows)
+    return figures
 
 
 if __name__ == "__main__":

@@ -120,12 +120,12 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
     list_per_page = 50
     search_fields = ("content",)  # the search box ranks with the hub's own hybrid search, see below
     search_help_text = "Search as an agent would (hybrid: meaning and words)"
-    actions = ["archive_selected", "restore_selected"]
+    actions = ["archive_selected", "restore_selected", "set_type_selected"]
     inlines = [ContributionInline, CandidateInline]
     readonly_fields = ("status_line", "summaries", "redactions", "provenance_panel", "cluster_panel",
-                       "similar_panel", "history_panel")
+                       "similar_panel", "history_panel", "type_panel")
     fieldsets = (
-        (None, {"fields": ("status_line", "content", "context", "resolution", "tags_text", "memory_type")}),
+        (None, {"fields": ("status_line", "content", "context", "resolution", "tags_text", "memory_type", "type_panel")}),
         ("Summaries and redaction", {"fields": ("summaries", "redactions")}),
         ("Where it came from and where it belongs", {"fields": ("provenance_panel", "cluster_panel")}),
         ("Similar memories", {"fields": ("similar_panel",)}),
@@ -201,6 +201,12 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
     def restore_selected(self, request, queryset):
         done = sum(memory_restore_by(memory_id=pk, editor=_editor(request)) for pk in queryset.values_list("pk", flat=True))
         self.message_user(request, f"Restored {done} memor{'y' if done == 1 else 'ies'}.", messages.SUCCESS)
+
+    @admin.action(description="Set the type of the selected memories", permissions=["change"])
+    def set_type_selected(self, request, queryset):
+        from memories.admin_types import set_type_selected
+
+        return set_type_selected(self, request, queryset)
 
     def delete_model(self, request, obj):
         memory_delete(memory_id=obj.pk)
@@ -317,11 +323,17 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
             ((e.action, e.editor, e.created_at.strftime("%Y-%m-%d %H:%M"), _changes(e)) for e in edits),
         )
 
+    @admin.display(description="type decisions")
+    def type_panel(self, memory: Memory) -> str:
+        from memories.admin_types import type_history
+
+        return type_history(memory)
+
     # --- work views -------------------------------------------------------------------------
     def get_urls(self):
         from django.views.decorators.http import require_POST
 
-        from memories import admin_promote, admin_queue, admin_review
+        from memories import admin_promote, admin_queue, admin_review, admin_types
 
         def view(function, post: bool = False):
             def wrapped(request, *args, **kwargs):
@@ -341,6 +353,8 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
                  view(admin_review.candidate_action, post=True), name="memories_memory_candidate_action"),
             path("merge-review/change/<int:change_id>/<str:action>/",
                  view(admin_review.change_action, post=True), name="memories_memory_change_action"),
+            path("merge-review/type/<int:type_change_id>/<str:action>/", view(admin_types.type_action, post=True),
+                 name="memories_memory_type_action"),
             path("<uuid:memory_id>/similar/", self.admin_site.admin_view(self.similar_view),
                  name="memories_memory_similar"),
             path("<uuid:memory_id>/promote/", view(admin_promote.promote_view, post=True),

@@ -1,16 +1,17 @@
 """The review queue (``admin/memories/memory/queue/``): one page for everything the hub decided
 alone or could not decide, newest first — merge candidates (grouped in families: pairs that share
-a memory are one decision), conflicts, supersessions and automatic merges — each with both sides,
-the words that differ, and one-click actions. Rows can be selected and decided together (bulk
-merge, different, accept). Keys: j / k move, m the row's main action, d different / both hold,
-o the older text or memory, u undo, x select, ? help (``ultron/queue.js``).
+a memory are one decision), conflicts, supersessions, automatic merges and types the classifier
+was unsure of — each with both sides, the words that differ, and one-click actions. Rows can be
+selected and decided together (bulk merge, different, accept, set type). Keys: j / k move, m the
+row's main action, d different / both hold, o the older text or memory, u undo, c keep the
+classifier's type, s set its runner-up, x select, ? help (``ultron/queue.js``).
 
 Every decision on the memory service's own rows, one row's or many, is a POST to ``queue/decide/``
-naming the rows (``items``: ``family:<candidate ids>``, ``change:<id>``, ``contribution:<id>``) and
-the ``action``; each row is looked up within the page's spaces and decided by a service. Apps above
-this one add kinds of their own (the clusters' changes and merge suggestions) with
-``reads.review_queue_kind_register`` and ``queue_item_register``; their buttons post to their own
-URLs."""
+naming the rows (``items``: ``family:<candidate ids>``, ``change:<id>``, ``contribution:<id>``,
+``type:<id>``) and the ``action``; each row is looked up within the page's spaces and decided by a
+service. Apps above this one add kinds of their own (the clusters' changes and merge suggestions)
+with ``reads.review_queue_kind_register`` and ``queue_item_register``; their buttons post to their
+own URLs."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from django.utils.html import escape
 from agents.admin_spaces import page_spaces
 from core.admin_tools import HtmxHttpRequest
 from memories.admin_review import _body, word_diff
-from memories.models import ChangeKind
+from memories.models import ChangeKind, MemoryType
 from memories.providers.llm import get_llm
 from memories.selectors import review as reads
 from memories.services import ChangeError, MemoryInputError, conflict_decide, supersession_undo
@@ -39,12 +40,14 @@ from memories.services.queue import (
     family_merge,
 )
 from memories.services.review import contribution_split
+from memories.services.types import TypeChangeError, type_review_decide
 
 PER_PAGE = 25
 KIND_NAMES = {"candidate": "Merge candidates", "conflict": "Conflicts", "supersession": "Supersessions",
-              "merge": "Automatic merges"}
+              "merge": "Automatic merges", "type": "Types to confirm"}
 # What each bulk button does to each kind of row (a kind missing from an action's map is skipped).
 BULK_ACTIONS = {"merge": "Merge", "different": "Different / both hold", "accept": "Accept"}
+# ("accept" on a type row keeps the classifier's type; "set-type" sets the bar's chosen type.)
 
 
 # Rows of the kinds other apps add (``reads.review_queue_kind_register``): kind -> (tab name, row builder).
@@ -68,8 +71,9 @@ def _kind_name(kind: str) -> str:
     return KIND_NAMES.get(kind) or _REGISTERED[kind][0]
 
 
-def _action(label: str, key: str, action: str, primary: bool = False) -> dict[str, Any]:
-    return {"label": label, "key": key, "action": action, "primary": primary}
+def _action(label: str, key: str, action: str, primary: bool = False, **fields: str) -> dict[str, Any]:
+    """A one-click button: a POST to ``queue/decide/`` with ``action`` and ``fields``, pressed by ``key``."""
+    return {"label": label, "key": key, "action": action, "primary": primary, "fields": fields}
 
 
 def _family_item(family: reads.CandidateFamily, *, llm: bool) -> dict[str, Any]:
@@ -106,6 +110,13 @@ def _item(kind: str, row: Any, *, llm: bool) -> dict[str, Any]:
                 "diff": word_diff(_body(row.old), _body(row.new)), "when": row.created_at,
                 "why": f"{row.order}: {row.evidence} (decided by {row.decided_by})",
                 "actions": [_action("Accept", "m", "accept", True), _action("Undo", "u", "undo")]}
+    if kind == "type":
+        return {"kind": kind, "id": f"type-{row.pk}", "token": f"type:{row.pk}", "older": row.memory, "newer": None,
+                "review": row, "diff": "", "when": row.created_at,
+                "why": f"the classifier chose {row.chosen}, runner-up {row.runner_up}, margin {row.margin:.2f}",
+                "actions": [_action(f"Keep {row.chosen}", "c", "accept", True),
+                            _action(f"Set {row.runner_up}", "s", "set-type", memory_type=row.runner_up)],
+                "choose": True}
     return {"kind": kind, "id": f"merge-{row.pk}", "token": f"contribution:{row.pk}", "older": row.memory,
             "newer": None, "upload": row, "diff": word_diff(_body(row.memory), _body(row)), "when": row.created_at,
             "why": f"{row.match_reason}, similarity {row.similarity:.3f}",
@@ -136,6 +147,7 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         "pages": pages, "all_count": sum(counts[k] for k in kinds), "family": family, "llm": llm,
         "pairs": counts["candidate_pairs"], "bulk_actions": BULK_ACTIONS.items(),
         "kinds": [{"kind": k, "name": _kind_name(k), "count": counts[k]} for k in kinds],
+        "types": MemoryType.values,
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
 
@@ -186,13 +198,23 @@ def _contribution(contribution_id: int, action: str, user: str) -> str | None:
     return None
 
 
+def _type(review_id: int, action: str, user: str, memory_type: str) -> str | None:
+    if action == "accept":
+        memory_type = reads.type_review_chosen(review_id=review_id) or ""
+    elif action != "set-type":
+        return None
+    change = type_review_decide(review_id=review_id, memory_type=memory_type, user=user)
+    kept = change.memory_type == change.chosen
+    return f"Kept {change.memory_type}." if kept else f"Set to {change.memory_type} (was {change.chosen})."
+
+
 def _parse(token: str) -> tuple[str, list[int]] | None:
     kind, _, ids = token.partition(":")
     try:
         numbers = [int(part) for part in ids.split(".") if part]
     except ValueError:
         return None
-    return (kind, numbers) if kind in ("family", "change", "contribution") and numbers else None
+    return (kind, numbers) if kind in ("family", "change", "contribution", "type") and numbers else None
 
 
 def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
@@ -206,6 +228,7 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         "family": lambda ids: _family(ids, action, user, llm),
         "change": lambda ids: _change(ids[0], action, user),
         "contribution": lambda ids: _contribution(ids[0], action, user),
+        "type": lambda ids: _type(ids[0], action, user, request.POST.get("memory_type", "")),
     }
     done, skipped, failed, outcome = 0, 0, [], ""
     for token in tokens[:500]:
@@ -216,7 +239,7 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
             continue
         try:
             result = handlers[parsed[0]](parsed[1])
-        except (MemoryInputError, ChangeError) as exc:
+        except (MemoryInputError, ChangeError, TypeChangeError) as exc:
             failed.append(f"{exc.message[0].upper()}{exc.message[1:]}.")
             continue
         except ObjectDoesNotExist:

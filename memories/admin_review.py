@@ -88,7 +88,7 @@ def review_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
 
 
 # The ids of table rows an action settles in place (the review queue's, the merge-review page's tables).
-_ROW_TARGETS = ("candidate-", "change-", "merge-")
+_ROW_TARGETS = ("candidate-", "change-", "merge-", "type-")
 
 
 def _done(request: HtmxHttpRequest, message: str, level: int = messages.SUCCESS, *,

@@ -306,6 +306,36 @@ class KnowledgeChange(models.Model):
         return f"{self.kind}: {self.new_id} / {self.old_id} ({self.state})"
 
 
+class TypeChange(models.Model):
+    """A memory's type, reviewed (docs/flow.md#the-review-queue): an unsure offline assignment
+    (open until a curator decides; one open row per memory at most) or a curator's change. ``chosen``:
+    the type before the decision; ``memory_type``: the one decided; undoing gives ``chosen`` back."""
+
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="type_changes")
+    state = models.CharField(max_length=8, choices=ChangeState.choices)
+    chosen = models.CharField(max_length=16, choices=MemoryType.choices)
+    runner_up = models.CharField(max_length=16, choices=MemoryType.choices, blank=True)
+    margin = models.FloatField(null=True, blank=True, help_text="Top probability minus the runner-up's.")
+    memory_type = models.CharField(max_length=16, choices=MemoryType.choices, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.CharField(max_length=150, blank=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["memory"], condition=Q(state="open"), name="type_change_one_open"),
+            models.CheckConstraint(condition=Q(state__in=ChangeState.values), name="type_change_state"),
+        ]
+        indexes = [models.Index(fields=["state", "-created_at"], name="type_change_open", condition=Q(state="open"))]
+
+    def __str__(self) -> str:
+        return f"type of {self.memory_id}: {self.chosen} → {self.memory_type or '?'} ({self.state})"
+
+
 class TierSnapshot(models.Model):
     """How many active memories each tier of a space held on a day, and how many the day's
     rebalance runs archived (written by the tier rebalance, one row a day and space): the

@@ -76,6 +76,7 @@ class TeamRows:
     change_id: int  # a conflict between two of its memories, open for a curator
     cluster_change_id: int  # a cluster change (a move by hand), to undo
     suggestion_id: int  # a merge suggestion of two of its clusters
+    type_change_id: int  # a type the classifier was unsure of, open for a curator
     contribution_id: int
     raw_ids: list[int]
     ints: set[int] = field(default_factory=set)  # every integer id of the team's rows
@@ -112,7 +113,7 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
     from clusters.services import cluster_crystallize
     from ingestion.models import RawUpload, TaskSegment
     from ingestion.services import files_ingest, session_process, text_ingest
-    from memories.models import KnowledgeChange, MemoryContribution, MergeCandidate
+    from memories.models import KnowledgeChange, MemoryContribution, MergeCandidate, TypeChange
     from memories.services import memory_upload
 
     space = space_create(slug=slug, name=f"Team {slug[-1].upper()}")
@@ -131,6 +132,9 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
             space=space, memory=memories[1], duplicate_of=memories[0], similarity=0.8, conflicts=[word])
         change = KnowledgeChange.objects.create(space=space, kind="conflict", state="open", old=memories[2],
                                                 new=memories[3], similarity=0.8, evidence=f"values: {word}")
+        type_change = (TypeChange.objects.filter(space=space, state="open").first()
+                       or TypeChange.objects.create(space=space, memory=memories[1], state="open",
+                                                    chosen=memories[1].memory_type, runner_up="pattern", margin=0.1))
         job, [result] = files_ingest(agent=agent, files=[(f"{word}-session.jsonl", session_file(word))], space=space)
         session_process(session_id=result.session_id)
         text_ingest(agent=agent, space=space, text=text_lesson(word))
@@ -152,12 +156,13 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
             session_id=result.session_id,
             segment_ids=list(TaskSegment.objects.filter(session_id=result.session_id).values_list("pk", flat=True)),
             candidate_id=candidate.pk, change_id=change.pk, cluster_change_id=moved.pk, suggestion_id=suggestion.pk,
+            type_change_id=type_change.pk,
             contribution_id=MemoryContribution.objects.filter(space=space).values_list("pk", flat=True).first(),
             raw_ids=list(RawUpload.objects.filter(space=space).values_list("pk", flat=True)),
         )
         assert rows.segment_ids and rows.contribution_id and len(rows.raw_ids) >= 2, rows
         for model in (KnowledgeCluster, ClusterMember, Skill, SkillVersion, MergeCandidate, MemoryContribution,
-                      RawUpload, TaskSegment, KnowledgeChange, ClusterChange, ClusterSuggestion):
+                      RawUpload, TaskSegment, KnowledgeChange, ClusterChange, ClusterSuggestion, TypeChange):
             rows.ints |= set(model.objects.filter(space=space).values_list("pk", flat=True))
         rows.ints.add(rows.session_id)
     return rows

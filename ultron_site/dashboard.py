@@ -96,6 +96,7 @@ def review_counts(stats: dict[str, Any], space_ids: list[int] | None = None) -> 
         "merge_pending": {"value": stats["merge_pending"], "href": review},
         "candidates": {"value": memory_reviews.merge_candidates_open_count(space_ids=space_ids), "href": queue + "?kind=candidate"},
         "conflicts": {"value": memory_reviews.changes_open_count(space_ids=space_ids), "href": queue + "?kind=conflict"},
+        "types": {"value": memory_reviews.type_reviews_open_count(space_ids=space_ids), "href": queue + "?kind=type"},
         "queue": {"href": queue},
         "failed_segments": ingestion_reads.segments_parked_count(space_ids=space_ids),
     }

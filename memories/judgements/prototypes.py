@@ -40,6 +40,8 @@ logger = logging.getLogger("ultron.memories")
 PROTOTYPES_PATH = Path(__file__).resolve().parent.parent / "data" / "type_prototypes.jsonl"
 # Inverse regularisation strength of the logistic regression (scikit-learn's default scale).
 REGULARISATION_C = 10.0
+# How many of a type's prototypes nearest to a memory speak for the type in ``TypeModel.nearest``.
+NEAREST = 5
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,9 @@ class TypeModel:
     views: tuple[_TermView, ...]
     embedding_weights: np.ndarray  # (types, dims)
     intercept: np.ndarray
+    # The prototypes' unit vectors and their types' indexes, for ``nearest``.
+    prototype_vectors: np.ndarray  # (prototypes, dims)
+    prototype_types: np.ndarray  # (prototypes,)
 
     def scores(self, text: str, vector: Any) -> dict[str, float]:
         """Each type's probability (softmax of the regression's decision values)."""
@@ -84,6 +89,16 @@ class TypeModel:
         decision = np.exp(decision - decision.max())
         probabilities = decision / decision.sum()
         return {t: float(p) for t, p in zip(self.types, probabilities, strict=True)}
+
+    def nearest(self, vector: Any) -> dict[str, float]:
+        """Each type's mean cosine similarity of its ``NEAREST`` prototypes closest to ``vector``."""
+        vector = np.asarray(vector, dtype=np.float64)
+        similarities = self.prototype_vectors @ (vector / (np.linalg.norm(vector) or 1.0))
+        found = {}
+        for index, memory_type in enumerate(self.types):
+            own = similarities[self.prototype_types == index]
+            found[memory_type] = float(np.partition(own, len(own) - NEAREST)[-NEAREST:].mean())
+        return found
 
 
 _cache: dict[tuple[str, str, int], TypeModel] = {}
@@ -149,7 +164,11 @@ def _train(embedder: Any) -> TypeModel:
         views.append(_TermView(vectorizer.build_analyzer(), dict(vectorizer.vocabulary_),
                                vectorizer.idf_.astype(np.float64), coef[:, start : start + width]))
         start += width
-    return TypeModel(types, tuple(views), coef[:, start:], regression.intercept_)
+    if min(np.bincount(labels, minlength=len(types))) < NEAREST:
+        raise ValueError(f"{PROTOTYPES_PATH.name} must hold at least {NEAREST} examples of every type")
+    unit: np.ndarray = vectors.astype(np.float64)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    return TypeModel(types, tuple(views), coef[:, start:], regression.intercept_, unit, labels)
 
 
 def _prototype_vectors(embedder: Any, texts: list[str]) -> np.ndarray:

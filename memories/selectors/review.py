@@ -24,6 +24,7 @@ from memories.models import (
     MergeCandidate,
     Status,
     TierSnapshot,
+    TypeChange,
 )
 
 # How the automatic merges were decided (a curator's own merges are listed in the history).
@@ -135,9 +136,27 @@ def change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
     return KnowledgeChange.objects.filter(pk=change_id, space_id__in=space_ids).exists()
 
 
+def type_reviews_open() -> QuerySet[TypeChange]:
+    """Types the classifier was unsure of, waiting for a curator (of active memories only)."""
+    return TypeChange.objects.filter(state=ChangeState.OPEN, memory__status=Status.ACTIVE)
+
+
+def type_reviews_open_count(*, space_ids: list[int] | None = None) -> int:
+    return _in_spaces(type_reviews_open(), space_ids).count()
+
+
+def type_change_in_spaces(*, change_id: int, space_ids: list[int]) -> bool:
+    return TypeChange.objects.filter(pk=change_id, space_id__in=space_ids).exists()
+
+
+def type_changes_of(*, memory_id: Any) -> list[TypeChange]:
+    """A memory's type reviews and decisions, newest first."""
+    return list(TypeChange.objects.filter(memory_id=memory_id).order_by("-created_at", "-pk")[:50])
+
+
 # --- the review queue: everything the hub decided alone or could not decide -------------------
 
-QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge")
+QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge", "type")
 # Decisions the hub took alone stay in the queue this long, for a curator to undo or let stand.
 QUEUE_DAYS = 30
 # Kinds the apps above this one add (``review_queue_kind_register``): kind -> its rows since a time.
@@ -177,6 +196,7 @@ def _queue_querysets(space_ids: list[int] | None) -> dict[str, Any]:
         "merge": _in_spaces(MemoryContribution.objects.filter(
             created_at__gte=since, match_reason__in=AUTOMATIC_REASONS, memory__status=Status.ACTIVE,
             reviewed_at__isnull=True).exclude(match_reason="exact").select_related("memory", "agent").defer("memory__embedding"), space_ids),
+        "type": _in_spaces(type_reviews_open().select_related("memory").defer("memory__embedding"), space_ids),
         **{kind: _in_spaces(rows(since), space_ids) for kind, rows in _REGISTERED.items()},
     }
 
@@ -268,10 +288,16 @@ def change_kind(*, change_id: int) -> str | None:
     return KnowledgeChange.objects.filter(pk=change_id).values_list("kind", flat=True).first()
 
 
-_QUEUE_ROWS: dict[str, Any] = {"family": MergeCandidate, "change": KnowledgeChange, "contribution": MemoryContribution}
+_QUEUE_ROWS: dict[str, Any] = {"family": MergeCandidate, "change": KnowledgeChange, "contribution": MemoryContribution,
+                               "type": TypeChange}
 
 
 def queue_rows_in_spaces(*, kind: str, ids: list[int], space_ids: list[int]) -> bool:
     """Whether every row named (candidates of a family, a change, a contribution) is in ``space_ids``."""
     wanted = set(ids)
     return _QUEUE_ROWS[kind].objects.filter(pk__in=wanted, space_id__in=space_ids).count() == len(wanted)
+
+
+def type_review_chosen(*, review_id: int) -> str | None:
+    """The type the classifier chose for an open type review."""
+    return TypeChange.objects.filter(pk=review_id).values_list("chosen", flat=True).first()

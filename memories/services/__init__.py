@@ -10,6 +10,7 @@ functions; none of them bypasses validation, redaction or the duplicate check.
 - ``lifecycle``: archive, restore, delete;
 - ``promote``: a curator's copy of a memory into another space they curate;
 - ``recall``: search, details and context for agents (they count hits);
+- ``types``: types to confirm (unsure assignments), a curator's type changes and their undo;
 - ``portable``: what an import of a portable export writes back (memories, contributions,
   merge candidates, as the file gives them): the import validates and redacts every line first,
   and keeps records as they were, without the duplicate check (docs/operations.md).
@@ -58,6 +59,14 @@ from memories.services.tiers import (
     RebalanceResult,
     memory_hits_record,
     tiers_rebalance,
+)
+from memories.services.types import (
+    TypeChangeError,
+    memory_type_set,
+    memory_types_set,
+    type_change_undo,
+    type_review_decide,
+    type_review_record,
 )
 from memories.services.upload import (
     UPLOAD_BATCH_MAX,
@@ -113,5 +122,11 @@ __all__ = [
     "memory_upload",
     "merge_candidate_import",
     "tags_normalise",
+    "TypeChangeError",
+    "memory_type_set",
+    "memory_types_set",
+    "type_change_undo",
+    "type_review_decide",
+    "type_review_record",
     "tiers_rebalance",
 ]

@@ -75,9 +75,9 @@ def memory_edit(
             memory.content, memory.context, memory.resolution)
         memory.content, memory.context, memory.resolution = clean.content, clean.context, clean.resolution
         memory.tags = clean.tags
-        if memory_type is not None:
-            memory.memory_type = memory_type
-        update = ["content", "context", "resolution", "tags", "memory_type", "updated_at"]
+        # A new type is a type decision of its own (services/types.py: recorded, undoable).
+        type_changed = memory_type is not None and memory_type != memory.memory_type
+        update = ["content", "context", "resolution", "tags", "updated_at"]
         if body_changed:
             body_changed_vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
             memory.embedding = body_changed_vector
@@ -91,14 +91,22 @@ def memory_edit(
             update += ["embedding", "content_hash", "summary_l0", "overview_l1", "redaction_counts"]
         after = _snapshot(memory)
         changed = [name for name in EDITABLE if before[name] != after[name]]
-        if not changed:
+        if not changed and not type_changed:
             return EditResult(memory, [], clean.redactions)
-        memory.save(update_fields=update)
-        memory_history_record(
-            memory_id=memory.pk, editor=editor, action="edit",
-            before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
-            note=f"redacted: {redaction_summary(clean.redactions)}" if clean.redactions else "",
-        )
+        if changed:
+            memory.save(update_fields=update)
+            memory_history_record(
+                memory_id=memory.pk, editor=editor, action="edit",
+                before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
+                note=f"redacted: {redaction_summary(clean.redactions)}" if clean.redactions else "",
+            )
+        if type_changed:
+            # Imported here: types records history through this module.
+            from memories.services.types import memory_type_set
+
+            memory_type_set(memory_id=memory.pk, memory_type=str(memory_type), user=editor)
+            memory.memory_type = str(memory_type)
+            changed.append("memory_type")
         # An archived memory is in no cluster: there is no centroid to correct.
         if body_changed and memory.status == Status.ACTIVE:
             signals.memory_changed.send(sender=Memory, memory_id=memory.pk)

@@ -12,11 +12,12 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from memories import signals
-from memories.judgements.classify import classify
+from memories.judgements.classify import classify_decide
 from memories.models import CandidateStatus, Memory, MemoryContribution, MergeCandidate, Status
 from memories.services.edit import EditResult, memory_edit, memory_history_record
 from memories.services.embedding_space import embed_texts
 from memories.services.inputs import MemoryInputError, memory_input_clean
+from memories.services.types import type_review_record
 from memories.services.upload import _store_new
 from memories.text import content_hash, embedding_text
 
@@ -57,7 +58,8 @@ def contribution_split(*, contribution_id: Any, editor: str) -> Memory:
         clean = memory_input_clean(content=contribution.content, context=contribution.context,
                                    resolution=contribution.resolution, tags=contribution.tags)
         vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
-        memory_type = classify(clean.content, clean.context, clean.resolution, vector=vector)
+        decision = classify_decide(clean.content, clean.context, clean.resolution, vector=vector)
+        memory_type = decision.memory_type
         body_hash = content_hash(clean.content, clean.context, clean.resolution)
         if body_hash == original.content_hash:
             raise MemoryInputError("content", "this contribution has the same text as the memory; nothing to split")
@@ -66,6 +68,7 @@ def contribution_split(*, contribution_id: Any, editor: str) -> Memory:
                                                                     "split_from": str(original.pk)},
                             space_id=original.space_id)  # type: ignore[arg-type]  # never null (stubs read a default as optional)
         new = result.memory
+        type_review_record(memory=new, decision=decision)
         contribution.delete()
         still_pending = original.contributions.filter(merged_at__isnull=True).exists()
         # The split contribution takes its hit along; the original keeps at least the 1 every memory starts with.

@@ -18,7 +18,7 @@ from agents.models import Agent, Space
 from agents.selectors import space_or_shared
 from core.queue import enqueue_on_commit
 from memories import signals
-from memories.judgements.classify import classify
+from memories.judgements.classify import TypeDecision, classify_decide
 from memories.judgements.duplicate import CANDIDATES_PER_UPLOAD, DuplicateMatch, duplicate_decide
 from memories.judgements.prompts import llm_available
 from memories.judgements.same_subject import same_subject
@@ -32,6 +32,7 @@ from memories.models import (
     Source,
     Status,
     Tier,
+    TypeChange,
 )
 from memories.selectors import memory_duplicate_neighbours
 from memories.selectors.duplicates import STRICT_SCAN_SETTING
@@ -45,6 +46,7 @@ from memories.services.inputs import (
     tags_normalise,
 )
 from memories.services.supersede import changes_check
+from memories.services.types import type_review_record
 from memories.text import content_hash, embedding_text, memory_body
 
 
@@ -60,6 +62,8 @@ class UploadResult:
     # A new memory that replaced older ones, or contradicts them (docs/flow.md#supersession).
     superseded: list[KnowledgeChange] = field(default_factory=list)
     conflicts: list[KnowledgeChange] = field(default_factory=list)
+    # A new memory whose type the classifier was unsure of: its open review (docs/flow.md#the-review-queue).
+    type_review: TypeChange | None = None
 
     @property
     def candidate_of(self) -> Any:
@@ -174,8 +178,10 @@ def _funnel(
     provenance: dict, space_id: int, on_stored: Callable[[UploadResult], object] | None = None,
 ) -> UploadResult:
     """Classify (unless the type is given), then merge into the duplicate or store as new."""
+    decision: TypeDecision | None = None
     if memory_type not in MemoryType.values:
-        memory_type = classify(clean.content, clean.context, clean.resolution, vector=vector)
+        decision = classify_decide(clean.content, clean.context, clean.resolution, vector=vector)
+        memory_type = decision.memory_type
     body_hash = content_hash(clean.content, clean.context, clean.resolution)
     body = memory_body(clean.content, clean.context, clean.resolution)
 
@@ -201,6 +207,9 @@ def _funnel(
             if match is None or match.reason == "candidate":
                 result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
                                     provenance=provenance, space_id=space_id)
+                # A type the classifier was unsure of is stored all the same and waits for a curator.
+                if decision is not None:
+                    result.type_review = type_review_record(memory=result.memory, decision=decision)
                 # Does the new memory replace or contradict one of its neighbours? A memory it
                 # replaced is no merge candidate: it is no longer current. (One it contradicts
                 # stays one, answered as candidate_of; the review queue shows the pair once.)

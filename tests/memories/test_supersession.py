@@ -213,7 +213,8 @@ def test_the_review_queue_lists_every_kind_newest_first_and_its_actions_work():
     change = KnowledgeChange.objects.get(old=before, new=after)
     url = reverse("admin:memories_memory_queue")
     page = client.get(url).content.decode()
-    assert "Review queue (2)" in page and "Conflicts (1)" in page and "Supersessions (1)" in page
+    # (Types the classifier was unsure of may be queued too: counted by kind here.)
+    assert "Conflicts (1)" in page and "Supersessions (1)" in page
     assert page.index(f'id="change-{change.pk}"') < page.index(f'id="change-{conflict.pk}"')  # newest first
     assert 'data-key="m"' in page and 'data-key="u"' in page and "ultron/queue.js" in page
     only = client.get(url + "?kind=conflict").content.decode()
@@ -222,7 +223,7 @@ def test_the_review_queue_lists_every_kind_newest_first_and_its_actions_work():
     response = client.post(reverse("admin:memories_memory_change_action", args=[change.pk, "undo"]),
                            {"next": url + "?kind=supersession"})
     assert response.status_code == 302 and response["Location"] == url + "?kind=supersession"
-    assert "Review queue (1)" in client.get(url).content.decode()
+    assert "Supersessions (0)" in client.get(url).content.decode()
     response = client.post(reverse("admin:memories_memory_change_action", args=[conflict.pk, "both"]),
                            {"next": "https://elsewhere.example/"})
     assert response["Location"] == reverse("admin:memories_memory_merge_review")  # never an outside URL

@@ -16,18 +16,19 @@ from memories.text import content_hash, estimate_tokens, normalise_tags
         ("npm ERR! code EACCES when installing globally", "error"),
         ("Found an SQL injection vulnerability in the search endpoint", "security"),
         ("A leaked AWS credential was exposed in the repository; rotate it", "security"),
-        # A correction stated as a deprecation (it read like an error before the structured
-        # prototypes were added).
-        ("Actually, pandas.append is deprecated; use pandas.concat instead", "correction"),
-        # A known miss of the offline classifier (strict: the test says so when it starts passing):
-        # a short Chinese security note lacks Chinese security examples close to it. Cue words
-        # rescue it only with a weight that costs more elsewhere (bench/classify.py).
+        # A correction stated as a deprecation. Known misses are strict (the test says so when one
+        # starts passing): since the nearest prototypes count as evidence (better on the labelled
+        # set, bench/classify.py) this one reads as an error, with a margin wide enough to be kept.
+        pytest.param("Actually, pandas.append is deprecated; use pandas.concat instead", "correction",
+                     marks=pytest.mark.xfail(strict=True, reason="a deprecation read as an error")),
         ("The user prefers concise answers and always wants type hints", "preference"),
         ("Best practice: when a test is flaky, use a fixed seed and retry once", "pattern"),
         ("The little cafe near the museum has great coffee on weekends", "life"),
-        ("运行 pip install 时报错：连接超时，配置代理后修复", "error"),
-        pytest.param("发现接口存在 SQL 注入漏洞", "security",
-                     marks=pytest.mark.xfail(strict=True, reason="short Chinese security note")),
+        # Read as a correction, with a margin low enough to send it to review (test_types.py).
+        pytest.param("运行 pip install 时报错：连接超时，配置代理后修复", "error",
+                     marks=pytest.mark.xfail(strict=True, reason="short Chinese error read as a correction")),
+        # A short Chinese security note (a known miss before the nearest prototypes counted).
+        ("发现接口存在 SQL 注入漏洞", "security"),
         ("其实不是配置问题，而是版本不兼容，之前搞错了", "correction"),
         ("用户喜欢简洁的回答，偏好中文注释", "preference"),
         ("部署的最佳实践：先灰度发布再全量", "pattern"),

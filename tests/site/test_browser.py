@@ -330,3 +330,29 @@ def test_curator_clears_the_review_queue_with_the_keyboard(browser, live_server,
     assert old.status == Status.ACTIVE
     assert KnowledgeChange.objects.get(pk=conflict.pk).state == ChangeState.DONE
     curator.check_clean()
+
+
+def test_curator_sets_an_unsure_type_with_the_keyboard_and_undoes_it_on_the_memory_page(browser, live_server):
+    """The review queue's types to confirm: j focuses the row, s sets the runner-up (htmx: the row
+    settles in place); the memory page lists the decision, and its Undo puts the type back."""
+    result = memory_upload(content="Notes about the build.")
+    review = result.type_review
+    assert review is not None, "the classifier was sure of a text it should doubt"
+    curator = Session(browser, live_server.url, "curator", username="tyra")
+    curator.go("/admin/memories/memory/queue/?kind=type")
+    curator.shot("queue-types")
+    curator.page.keyboard.press("j")
+    curator.page.keyboard.press("s")
+    curator.page.wait_for_selector(".hub-settled")
+    assert Memory.objects.get(pk=result.memory.pk).memory_type == review.runner_up
+    curator.shot("queue-types-settled")
+    curator.go(f"/admin/memories/memory/{result.memory.pk}/change/")
+    assert curator.page.locator(f"text=set to {review.runner_up} by tyra").count() == 1
+    curator.page.click("button:has-text('Undo')")
+    curator.page.wait_for_load_state("networkidle")
+    assert Memory.objects.get(pk=result.memory.pk).memory_type == review.chosen
+    curator.shot("memory-type-undone")
+    decision = curator.page.locator(".hub-history-item", has_text=f"set to {review.runner_up} by tyra")
+    assert "undone by tyra" in decision.inner_text()
+    assert curator.page.locator("text=waiting in the review queue").count() == 1  # the doubt is back in the queue
+    curator.check_clean()

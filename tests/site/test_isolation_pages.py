@@ -34,11 +34,13 @@ NEVER_INT = 123_456_789
 # A page's action in its URL: each one it takes (an unknown one is refused before any row is read).
 ACTIONS = {"memories_memory_review_action": ["accept", "write"], "memories_memory_candidate_action": ["merge", "dismiss"],
            "memories_memory_change_action": ["undo", "new", "old", "both"],
+           "memories_memory_type_action": ["set", "undo"],
            "clusters_skill_version": ["publish", "reject"],
            "clusters_knowledgecluster_suggestion": ["merge", "dismiss"]}
 # What a POST to a row's page sends: enough for each form to reach its row (a merged text, a target
 # space, the delete confirmation, a rejection's reason).
-POST_DATA = {"post": "yes", "content": f"{CANARY} merged by team B", "reason": "team B says no"}
+POST_DATA = {"post": "yes", "content": f"{CANARY} merged by team B", "reason": "team B says no",
+             "memory_type": "life"}
 # Pages of the hub itself, not of a space (no row of a space behind them): the django-q queue,
 # the lock-out log, the embedding space, the role groups, the pipeline's runs.
 HUB_MODELS = {"django_q.Schedule", "django_q.Success", "django_q.Failure", "django_q.OrmQ", "axes.AccessAttempt",
@@ -89,7 +91,7 @@ def _a_rows(teams: Teams) -> dict[str, Any]:
     return {**rows, "memory_id": uuid.UUID(teams.a.memory_id), "other_id": uuid.UUID(teams.a.memory_ids[1]),
             "contribution_id": teams.a.contribution_id, "candidate_id": teams.a.candidate_id,
             "change_id": teams.a.change_id, "cluster_change_id": teams.a.cluster_change_id,
-            "suggestion_id": teams.a.suggestion_id,
+            "suggestion_id": teams.a.suggestion_id, "type_change_id": teams.a.type_change_id,
             "cluster_id": teams.a.cluster_id, "skill_id": teams.a.skill_id, "version_id": teams.a.version_id,
             "job_id": uuid.UUID(teams.a.job_id), "segment_id": teams.a.segment_ids[0], "raw_id": teams.a.raw_ids[0],
             "token_id": ApiToken.objects.filter(agent=teams.a.agent).values_list("pk", flat=True).first(),
@@ -141,7 +143,7 @@ def _row_pages() -> list[Page]:
 
 def test_the_suite_opens_every_admin_page():
     pages = admin_pages()
-    assert len(pages) == 150, len(pages)  # a new page changes this number, and is opened below
+    assert len(pages) == 151, len(pages)  # a new page changes this number, and is opened below
     assert {p.model._meta.label for p in pages if p.model} == {m._meta.label for m in admin.site._registry}
 
 

@@ -1,4 +1,4 @@
-// The review queue's keys: j / k move between rows, m d o u press the focused row's button with
+// The review queue's keys: j / k move between rows, m d o u c s press the focused row's button with
 // that key (data-key), x selects the row for a bulk decision, ? opens the help. Typing in a field
 // never triggers them. The bulk bar's buttons are enabled while rows are selected.
 (function () {
