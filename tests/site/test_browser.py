@@ -291,14 +291,26 @@ def test_two_teams_curators_see_their_own_memories_and_share_a_promoted_one(brow
 
 
 def test_curator_clears_the_review_queue_with_the_keyboard(browser, live_server, settings):
-    """A merge candidate, a conflict and a supersession the hub decided alone: the curator reads
-    them on one page and decides each with a key."""
-    from memories.models import ChangeState, KnowledgeChange, Status
-    from tests.memories.test_candidates import FIRST, REWORDED
+    """A family of merge candidates, a conflict and a supersession the hub decided alone (and
+    whatever types the classifier was unsure of): the curator reads them on one page, decides each
+    with a key — the family merged at once keeping the newer text, as no LLM is configured — and
+    accepts the rest in bulk."""
+    from memories.models import (
+        CandidateStatus,
+        ChangeState,
+        KnowledgeChange,
+        Memory,
+        MergeCandidate,
+        Status,
+    )
 
-    settings.ULTRON_DUPLICATE_THRESHOLD, settings.ULTRON_DUPLICATE_SOFT_THRESHOLD = 0.995, 0.4  # REWORDED: a candidate
-    memory_upload(**FIRST)
-    memory_upload(**REWORDED)
+    thresholds = settings.ULTRON_DUPLICATE_THRESHOLD, settings.ULTRON_DUPLICATE_SOFT_THRESHOLD
+    settings.ULTRON_DUPLICATE_THRESHOLD = settings.ULTRON_DUPLICATE_SOFT_THRESHOLD = 0.9999  # the pairs are made below
+    node = "npm ci fails with EBADENGINE in the {v} pipeline: the runner image is older than the lock file wants"
+    family = [memory_upload(content=node.format(v=v)).memory for v in ("release", "nightly", "staging")]
+    for older, newer in zip(family, family[1:], strict=False):
+        MergeCandidate.objects.create(space_id=older.space_id, memory=newer, duplicate_of=older, similarity=0.93)
+    settings.ULTRON_DUPLICATE_THRESHOLD, settings.ULTRON_DUPLICATE_SOFT_THRESHOLD = thresholds
     memory_upload(content="Run the integration tests against Redis 7 with the cluster mode disabled.")
     conflict = memory_upload(content="Run the integration tests against Redis 7 with the cluster mode enabled.").conflicts[0]
     old = memory_upload(content="Install dependencies with `poetry install`; the lock file is poetry.lock.",
@@ -306,29 +318,52 @@ def test_curator_clears_the_review_queue_with_the_keyboard(browser, live_server,
     memory_upload(content="We moved from Poetry to uv: dependencies install with `uv sync` and the lock file is uv.lock.",
                   context="billing-api repository")
     change = KnowledgeChange.objects.get(old=old)
+    first = MergeCandidate.objects.filter(memory=family[1]).get()
 
     curator = Session(browser, live_server.url, "curator")
     curator.go("/admin/")
     curator.page.click("text=the review queue")
     curator.page.wait_for_load_state("networkidle")
-    assert curator.page.locator(".hub-queue-row").count() == 3
+    rows = curator.page.locator(".hub-queue-row").count()
+    assert curator.page.locator(f"#family-{first.pk}").count() == 1 and rows >= 3  # two pairs, one row
     curator.shot("review-queue")
-    curator.page.keyboard.press("j")  # the newest: the hub's supersession
-    assert curator.page.locator(f"#change-{change.pk}.hub-queue-focus").count() == 1
-    curator.page.keyboard.press("u")
+
+    def focus(row_id: str) -> None:
+        for _ in range(rows):
+            if curator.page.locator(f"#{row_id}.hub-queue-focus").count():
+                return
+            curator.page.keyboard.press("j")
+        raise AssertionError(f"{row_id} never took the focus")
+
+    focus(f"change-{change.pk}")
+    curator.page.keyboard.press("u")  # undo the hub's supersession
     curator.page.wait_for_selector(f"#change-{change.pk} .hub-settled")
-    # The focus moved on to the conflict: both hold.
-    assert curator.page.locator(f"#change-{conflict.pk}.hub-queue-focus").count() == 1
-    curator.page.keyboard.press("d")
+    focus(f"change-{conflict.pk}")
+    curator.page.keyboard.press("d")  # both hold
     curator.page.wait_for_selector(f"#change-{conflict.pk} .hub-settled")
+    focus(f"family-{first.pk}")
+    curator.page.keyboard.press("m")  # merge the family, keeping the newer text
+    curator.page.wait_for_selector(f"#family-{first.pk} .hub-settled")
     curator.page.keyboard.press("?")
     assert curator.page.locator("#queue-help[open]").count() == 1
     curator.shot("review-queue-help")
     curator.page.keyboard.press("Escape")
     curator.shot("review-queue-decided")
+    # What is left (types the classifier was unsure of, if any): selected and accepted at once.
+    curator.go("/admin/memories/memory/queue/")
+    if curator.page.locator(".hub-queue-row").count():
+        curator.page.click("[data-select-all]")
+        curator.shot("review-queue-selected")
+        with curator.page.expect_navigation():
+            curator.page.click('#queue-bulk button[value="accept"]')
+    assert curator.page.locator(".hub-empty").count() == 1
     old.refresh_from_db()
     assert old.status == Status.ACTIVE
     assert KnowledgeChange.objects.get(pk=conflict.pk).state == ChangeState.DONE
+    kept = Memory.objects.get(pk=family[0].pk)
+    assert kept.content == node.format(v="staging") and not kept.merge_pending
+    pairs = MergeCandidate.objects.filter(memory__in=family[1:], duplicate_of__in=family)
+    assert set(pairs.values_list("status", flat=True)) == {CandidateStatus.MERGED}
     curator.check_clean()
 
 
