@@ -78,9 +78,8 @@ class Memory(models.Model):
     )
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
     provenance = models.JSONField(default=dict, blank=True)
-    redaction_counts = models.JSONField(
-        default=dict, blank=True, help_text="What redaction removed from this memory's uploads, by tag."
-    )
+    redaction_counts = models.JSONField(default=dict, blank=True,
+                                        help_text="What redaction removed from this memory's uploads, by tag.")
     archived_at = models.DateTimeField(null=True, blank=True)
     superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                       related_name="superseded_memories",
@@ -144,12 +143,9 @@ class MemoryContribution(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.API)
     provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # A curator let an automatic merge stand: it leaves the review queue (splitting stays possible).
-    reviewed_by = models.CharField(max_length=150, blank=True)
-    reviewed_at = models.DateTimeField(null=True, blank=True)
-    merged_at = models.DateTimeField(
-        null=True, blank=True, help_text="When an LLM merge folded this text into the memory."
-    )
+    reviewed_by = models.CharField(max_length=150, blank=True)  # a curator let the automatic merge stand:
+    reviewed_at = models.DateTimeField(null=True, blank=True)  # it left the review queue
+    merged_at = models.DateTimeField(null=True, blank=True, help_text="When an LLM merge folded this text into the memory.")
 
     class Meta:
         ordering = ["created_at"]
@@ -204,9 +200,8 @@ class EmbeddingSpace(models.Model):
     provider = models.CharField(max_length=32)
     model = models.CharField(max_length=200)
     dimensions = models.PositiveIntegerField()
-    text_format = models.PositiveSmallIntegerField(
-        default=1, help_text="Which text of a memory was embedded (memories.text.EMBEDDING_TEXT_FORMAT)."
-    )
+    text_format = models.PositiveSmallIntegerField(default=1, help_text=(
+        "Which text of a memory was embedded (memories.text.EMBEDDING_TEXT_FORMAT)."))
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -286,9 +281,8 @@ class KnowledgeChange(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     undone_by = models.CharField(max_length=150, blank=True)
     undone_at = models.DateTimeField(null=True, blank=True)
-    # A curator looked at what the hub decided alone and let it stand: it leaves the review queue.
-    reviewed_by = models.CharField(max_length=150, blank=True)
-    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.CharField(max_length=150, blank=True)  # a curator let the hub's decision stand:
+    reviewed_at = models.DateTimeField(null=True, blank=True)  # it left the review queue
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -299,8 +293,7 @@ class KnowledgeChange(models.Model):
             models.CheckConstraint(condition=Q(kind__in=ChangeKind.values), name="knowledge_change_kind"),
             models.CheckConstraint(condition=Q(state__in=ChangeState.values), name="knowledge_change_state"),
         ]
-        indexes = [models.Index(fields=["state", "-created_at"], name="knowledge_change_open",
-                                condition=Q(state="open"))]
+        indexes = [models.Index(fields=["state", "-created_at"], name="knowledge_change_open", condition=Q(state="open"))]
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.new_id} / {self.old_id} ({self.state})"
