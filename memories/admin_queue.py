@@ -29,6 +29,7 @@ from django.utils.html import escape
 from agents.admin_spaces import page_spaces
 from core.admin_tools import HtmxHttpRequest
 from memories.admin_review import _body, word_diff
+from memories.admin_types import type_outcome
 from memories.models import ChangeKind, MemoryType
 from memories.providers.llm import get_llm
 from memories.selectors import review as reads
@@ -203,9 +204,7 @@ def _type(review_id: int, action: str, user: str, memory_type: str) -> str | Non
         memory_type = reads.type_review_chosen(review_id=review_id) or ""
     elif action != "set-type":
         return None
-    change = type_review_decide(review_id=review_id, memory_type=memory_type, user=user)
-    kept = change.memory_type == change.chosen
-    return f"Kept {change.memory_type}." if kept else f"Set to {change.memory_type} (was {change.chosen})."
+    return type_outcome(type_review_decide(review_id=review_id, memory_type=memory_type, user=user))
 
 
 def _parse(token: str) -> tuple[str, list[int]] | None:

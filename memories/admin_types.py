@@ -42,6 +42,13 @@ def _answer(request: HtmxHttpRequest, message: str, level: int = messages.SUCCES
                                 reverse("admin:memories_memory_queue"))
 
 
+def type_outcome(change: Any) -> str:
+    """What a curator's type decision did, in a sentence."""
+    if change.memory_type == change.chosen:
+        return f"Kept {change.memory_type}."
+    return f"Set to {change.memory_type} (was {change.chosen})."
+
+
 def type_action(admin: Any, request: HtmxHttpRequest, type_change_id: int, action: str) -> HttpResponse:
     """``set``: answer a type review with the POSTed ``memory_type`` (its current type: keep
     it); ``undo``: revert a decided type change."""
@@ -60,8 +67,7 @@ def type_action(admin: Any, request: HtmxHttpRequest, type_change_id: int, actio
                                     user=user)
     except TypeChangeError as exc:
         return _answer(request, exc.message, messages.ERROR)
-    kept = change.memory_type == change.chosen
-    return _answer(request, f"Kept {change.memory_type}." if kept else f"Set to {change.memory_type} (was {change.chosen}).")
+    return _answer(request, type_outcome(change))
 
 
 def set_type_selected(admin: Any, request: Any, queryset: Any) -> TemplateResponse | None:
