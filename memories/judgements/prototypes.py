@@ -105,11 +105,11 @@ _cache: dict[tuple[str, str, int], TypeModel] = {}
 _lock = threading.Lock()
 
 
-def prototype_examples() -> list[tuple[str, str]]:
-    """(type, text) for every prototype, as shipped. A prototype is either one ``text`` or a
-    memory's fields (``content`` with optional ``context`` and ``resolution``), joined the way
-    the hub joins an uploaded memory's fields before it classifies them."""
-    examples = []
+def prototype_bodies() -> list[tuple[str, str, str, str]]:
+    """(type, content, context, resolution) for every prototype, as shipped. A prototype is
+    either one ``text`` (its content) or a memory's fields (``content`` with optional
+    ``context`` and ``resolution``)."""
+    bodies = []
     for number, line in enumerate(PROTOTYPES_PATH.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -117,11 +117,17 @@ def prototype_examples() -> list[tuple[str, str]]:
         if row["type"] not in MemoryType.values:
             raise ValueError(f"{PROTOTYPES_PATH.name}:{number}: unknown type {row['type']!r}")
         if "text" in row:
-            examples.append((row["type"], row["text"]))
+            bodies.append((row["type"], row["text"], "", ""))
         else:
-            examples.append((row["type"], embedding_text(row["content"], row.get("context", ""),
-                                                         row.get("resolution", ""))))
-    return examples
+            bodies.append((row["type"], row["content"], row.get("context", ""), row.get("resolution", "")))
+    return bodies
+
+
+def prototype_examples() -> list[tuple[str, str]]:
+    """(type, text) for every prototype: its fields joined the way the hub joins an uploaded
+    memory's fields before it classifies them."""
+    return [(memory_type, embedding_text(content, context, resolution))
+            for memory_type, content, context, resolution in prototype_bodies()]
 
 
 def type_model() -> TypeModel:
@@ -141,15 +147,22 @@ def type_model() -> TypeModel:
 
 
 def _train(embedder: Any) -> TypeModel:
-    from scipy.sparse import csr_matrix, hstack
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
-
     examples = prototype_examples()
     texts = [text.strip() for _, text in examples]
     types = tuple(MemoryType.values)
     labels = np.array([types.index(t) for t, _ in examples])
-    vectors = _prototype_vectors(embedder, texts)
+    return type_model_fit(texts, labels, _prototype_vectors(embedder, texts))
+
+
+def type_model_fit(texts: list[str], labels: np.ndarray, vectors: np.ndarray) -> TypeModel:
+    """A classifier fitted on these examples (``labels`` index ``MemoryType.values``; ``vectors``
+    are the texts' embeddings). ``type_model`` fits it on every prototype; ``bench/classify.py``
+    also fits it on parts of them, to cross-validate."""
+    from scipy.sparse import csr_matrix, hstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    types = tuple(MemoryType.values)
     words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
     chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True)
     blocks = [words.fit_transform(texts), chars.fit_transform(texts)]
