@@ -26,7 +26,8 @@ CLEAR = [
 ]
 # Short texts with nothing telling in them: the classifier's top two are close.
 UNCLEAR = ["Use uv instead of pip.", "Notes about the build.",
-           "运行 pip install 时报错：连接超时，配置代理后修复"]  # an error the classifier reads as a correction
+           "运行 pip install 时报错：连接超时，配置代理后修复",  # an error the classifier reads as a correction
+           "部署的最佳实践：先灰度发布再全量"]  # a pattern it reads as security, by a hair
 
 
 @pytest.mark.parametrize(("text", "expected"), CLEAR)
