@@ -76,9 +76,11 @@ class TypeModel:
     views: tuple[_TermView, ...]
     embedding_weights: np.ndarray  # (types, dims)
     intercept: np.ndarray
-    # The prototypes' unit vectors and their types' indexes, for ``nearest``.
+    # The prototypes' unit vectors (float32) grouped by type, for ``nearest``: type i's are rows
+    # type_bounds[i] to type_bounds[i + 1]. Contiguous rows in float32 halve the time of a plain
+    # boolean mask over float64 rows, which grew with every prototype added.
     prototype_vectors: np.ndarray  # (prototypes, dims)
-    prototype_types: np.ndarray  # (prototypes,)
+    type_bounds: tuple[int, ...]  # (types + 1,)
 
     def scores(self, text: str, vector: Any) -> dict[str, float]:
         """Each type's probability (softmax of the regression's decision values)."""
@@ -92,11 +94,11 @@ class TypeModel:
 
     def nearest(self, vector: Any) -> dict[str, float]:
         """Each type's mean cosine similarity of its ``NEAREST`` prototypes closest to ``vector``."""
-        vector = np.asarray(vector, dtype=np.float64)
+        vector = np.asarray(vector, dtype=np.float32)
         similarities = self.prototype_vectors @ (vector / (np.linalg.norm(vector) or 1.0))
         found = {}
         for index, memory_type in enumerate(self.types):
-            own = similarities[self.prototype_types == index]
+            own = similarities[self.type_bounds[index] : self.type_bounds[index + 1]]
             found[memory_type] = float(np.partition(own, len(own) - NEAREST)[-NEAREST:].mean())
         return found
 
@@ -179,9 +181,11 @@ def type_model_fit(texts: list[str], labels: np.ndarray, vectors: np.ndarray) ->
         start += width
     if min(np.bincount(labels, minlength=len(types))) < NEAREST:
         raise ValueError(f"{PROTOTYPES_PATH.name} must hold at least {NEAREST} examples of every type")
-    unit: np.ndarray = vectors.astype(np.float64)
+    order = np.argsort(labels, kind="stable")
+    unit: np.ndarray = vectors[order].astype(np.float32)
     unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
-    return TypeModel(types, tuple(views), coef[:, start:], regression.intercept_, unit, labels)
+    bounds = tuple(int(b) for b in np.searchsorted(labels[order], np.arange(len(types) + 1)))
+    return TypeModel(types, tuple(views), coef[:, start:], regression.intercept_, unit, bounds)
 
 
 def _prototype_vectors(embedder: Any, texts: list[str]) -> np.ndarray:
