@@ -44,6 +44,7 @@ TARGET = 0.90
 KEPT_TARGET = 0.95  # accuracy of the assignments not sent to review
 QUEUE_TARGET = 0.20  # at most this share sent to review
 WEIGHTS = (0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0)
+REGULARISATION_GRID = (10.0, 30.0, 100.0, 300.0)
 
 
 def is_chinese(text: str) -> bool:
@@ -75,6 +76,8 @@ def margin_choose(rows: list[tuple[float, bool]]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--grid", action="store_true",
+                        help="also cross-validate the regularisation values of REGULARISATION_GRID (a minute more)")
     args = parser.parse_args()
     django_setup()
     import numpy as np
@@ -133,12 +136,13 @@ def main() -> None:
         print(f"{label:<18}" + " ".join(f"{confusion[(label, p)]:>6}" for p in types))
     figures["confusion"] = {label: {p: confusion[(label, p)] for p in types} for label in types}
     figures["target"] = TARGET
-    figures["review"] = review_rule(cases, bodies, vectors, truth, proto_vectors)
+    figures["review"] = review_rule(cases, bodies, vectors, truth, proto_vectors, grid=args.grid)
     write_results("classify", figures, as_json=args.json)
 
 
 
-def prototype_folds(proto_vectors, folds: int = 5) -> tuple[list[dict[str, float]], list[str]]:
+def prototype_folds(proto_vectors, folds: int = 5,
+                    regularisation: float | None = None) -> tuple[list[dict[str, float]], list[str]]:
     """Out-of-fold type probabilities of the shipped prototypes: the hub's classifier (cue words
     and nearest prototypes included) fitted on four fifths of them, applied to the fifth left
     out, five times (stratified by type, fixed seed). The labelled set plays no part."""
@@ -157,7 +161,8 @@ def prototype_folds(proto_vectors, folds: int = 5) -> tuple[list[dict[str, float
     vectors = np.asarray(proto_vectors)
     found: list[dict[str, float]] = [{} for _ in bodies]
     for train, test in StratifiedKFold(folds, shuffle=True, random_state=0).split(texts, labels):
-        model = prototypes.type_model_fit([texts[i] for i in train], labels[train], vectors[train])
+        model = prototypes.type_model_fit([texts[i] for i in train], labels[train], vectors[train],
+                                          regularisation=regularisation)
         for i in test:
             found[i] = type_probabilities(*bodies[i][1:], vector=vectors[i], model=model)
     return found, [t for t, *_ in bodies]
@@ -185,8 +190,12 @@ def kept_at_share(scores: list[float], right: list[bool], share: float = QUEUE_T
     return sum(right[i] for i in kept) / max(len(kept), 1)
 
 
+def log_loss(probabilities: list[dict[str, float]], truth: list[str]) -> float:
+    return sum(-math.log(p[t] + 1e-12) for p, t in zip(probabilities, truth, strict=True)) / len(truth)
+
+
 def review_rule(cases: list[dict], bodies: list[tuple[str, str, str]], vectors, truth: list[str],
-                proto_vectors) -> dict:
+                proto_vectors, *, grid: bool = False) -> dict:
     from memories.judgements.classify import (
         NEAREST_WEIGHT,
         UNSURE_MARGIN,
@@ -212,11 +221,19 @@ def review_rule(cases: list[dict], bodies: list[tuple[str, str, str]], vectors, 
              "held-out": [r for r, d in zip(scored, dev, strict=True) if not d]}
     chosen_margin = margin_choose(parts["dev"])
     folds, fold_truth = prototype_folds(proto_vectors)
+    if grid:
+        from memories.judgements.prototypes import REGULARISATION_C
+
+        cv_loss = {c: log_loss(prototype_folds(proto_vectors, regularisation=c)[0] if c != REGULARISATION_C else folds,
+                               fold_truth) for c in REGULARISATION_GRID}
+        rows.append(("regularisation C: CV log-loss", ", ".join(f"{c:g}: {v:.4f}" for c, v in cv_loss.items())))
+        rows.append(("  chosen on CV / in force", f"{min(cv_loss, key=cv_loss.__getitem__):g} / {REGULARISATION_C:g}"))
     fold_decisions = [decision_from(p) for p in folds]
     fold_rows = [(d.margin or 0.0, d.memory_type == t) for d, t in zip(fold_decisions, fold_truth, strict=True)]
     cv_margin = margin_choose(fold_rows)
     cv_kept, cv_queued = kept_and_queued(fold_rows, UNSURE_MARGIN)
-    rows.append(("prototypes' 5-fold CV", f"accuracy {sum(r for _, r in fold_rows) / len(fold_rows):.3f} of "
+    rows.append(("prototypes' 5-fold CV", f"log-loss {log_loss(folds, fold_truth):.4f}, "
+                                          f"accuracy {sum(r for _, r in fold_rows) / len(fold_rows):.3f} of "
                                           f"{len(fold_rows)}; kept {cv_kept:.3f} / queued {cv_queued:.1%} at the margin in force"))
     rows.append(("  temperature fitted (1 = calibrated)", f"CV {temperature_fit(folds, fold_truth):.2f}, "
                  f"dev {temperature_fit([p for p, d in zip(by_weight[NEAREST_WEIGHT], dev, strict=True) if d], [t for t, d in zip(truth, dev, strict=True) if d]):.2f}"))
