@@ -191,7 +191,8 @@ def type_model_fit(texts: list[str], labels: np.ndarray, vectors: np.ndarray, *,
     order = np.argsort(labels, kind="stable")
     unit: np.ndarray = vectors[order].astype(np.float32)
     unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
-    bounds = tuple(int(b) for b in np.searchsorted(labels[order], np.arange(len(types) + 1)))
+    counts = np.bincount(labels, minlength=len(types))
+    bounds = (0, *(int(total) for total in np.cumsum(counts)))
     return TypeModel(types, tuple(views), coef[:, start:], regression.intercept_, unit, bounds)
 
 

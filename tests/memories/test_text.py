@@ -60,6 +60,29 @@ def test_type_prototypes_cover_every_type():
     assert set(counts) == set(MemoryType.values) and min(counts.values()) >= 100
 
 
+def test_nearest_prototypes_are_each_types_own_closest():
+    """``TypeModel.nearest`` keeps the prototypes grouped by type: each type's figure is the mean
+    similarity of its own five closest, whatever order the examples came in."""
+    import numpy as np
+
+    from memories.judgements.prototypes import NEAREST, type_model_fit
+    from memories.models import MemoryType
+
+    rng = np.random.default_rng(7)
+    types = list(MemoryType.values)
+    labels = rng.permutation(np.repeat(np.arange(len(types)), 8))
+    texts = [f"{types[label]} example number {i} with words" for i, label in enumerate(labels)]
+    vectors = rng.normal(size=(len(labels), 16)).astype(np.float32)
+    model = type_model_fit(texts, labels, vectors)
+    query = rng.normal(size=16)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    similarities = unit @ (query / np.linalg.norm(query))
+    found = model.nearest(query)
+    for index, memory_type in enumerate(types):
+        expected = np.sort(similarities[labels == index])[-NEAREST:].mean()
+        assert abs(found[memory_type] - expected) < 1e-5, memory_type
+
+
 def test_hash_ignores_case_and_spacing_but_not_fields():
     assert content_hash("A  b", "c", "") == content_hash("a b ", "c", "")
     assert content_hash("a", "b", "") != content_hash("a", "", "b")
