@@ -1,6 +1,6 @@
 """Clusters by hand in the admin site: on a cluster's page, merge it with a suggested (or any)
-cluster of its space, split the chosen members off, move a member, and undo its changes; in
-the review queue, the repair's merges and moves (``cluster_move``: Undo) and merge suggestions
+cluster of its space, split the chosen members off, move a member, and undo its changes; on a
+memory's page, the changes that moved it, with Undo (``memory_panel``); in the review queue, the repair's merges and moves (``cluster_move``: Undo) and merge suggestions
 (``cluster_suggestion``: Merge / Not one topic). Every action goes through the cluster
 services (``clusters.services``) and answers a row of another space as one that never existed."""
 
@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape, format_html, format_html_join
 
@@ -92,6 +93,20 @@ def evidence_html(suggestion: Any) -> str:
     return format_html("{}{}", words, pairs)
 
 
+# --- the memory page's panel -------------------------------------------------------------------
+
+def memory_panel(request: HttpRequest, memory_id: Any) -> str:
+    """The cluster changes that moved the memory (of the page's spaces), newest first, each with
+    Undo for those who may change clusters (the same view as the cluster page's, back here)."""
+    changes = selectors.cluster_changes_of_memory(memory_id=memory_id, space_ids=page_spaces(request),
+                                                  limit=CHANGES_SHOWN)
+    if not changes:
+        return ""
+    return render_to_string("admin/clusters/_memory_cluster_changes.html", {
+        "cluster_changes": changes, "can_edit_clusters": can_edit(request),
+        "here": reverse("admin:memories_memory_change", args=[memory_id])}, request=request)
+
+
 # --- the cluster page's panel and actions ----------------------------------------------------------
 
 def panel_context(request: HttpRequest, cluster: KnowledgeCluster) -> dict[str, Any]:
@@ -123,15 +138,16 @@ def _cluster_page(pk: int) -> str:
 
 def _done(request: HtmxHttpRequest, message: str, back: str, level: int = messages.SUCCESS) -> HttpResponse:
     """htmx from a queue row: the row's cells become the outcome; otherwise back to ``back`` (or
-    to the review queue when the action came from it) with a message."""
+    to the review queue or the memory page the action came from) with a message."""
     if request.htmx and (request.htmx.target or "").startswith(("clusterchange-", "clustersuggestion-")):
         cell = HttpResponse(f'<td colspan="6"><div class="hub-settled">{escape(message)}</div></td>')
         cell["HX-Trigger"] = "merge-reviewed"
         return cell
     messages.add_message(request, level, message)
-    queue = reverse("admin:memories_memory_queue")
+    # Back to the queue or the memory page the action came from (only those: never an outside URL).
+    memories = reverse("admin:memories_memory_changelist")
     following = request.POST.get("next", "")
-    return HttpResponseRedirect(following if following.startswith(queue) and "//" not in following else back)
+    return HttpResponseRedirect(following if following.startswith(memories) and "//" not in following else back)
 
 
 def _refused(request: HtmxHttpRequest, exc: ClusterChangeError, back: str) -> HttpResponse:

@@ -25,3 +25,8 @@ class ClustersConfig(AppConfig):
         review_queue_kind_register(admin_changes.SUGGESTION_KIND, lambda since: selectors.cluster_suggestions_open())
         queue_item_register(admin_changes.CHANGE_KIND, "Cluster changes", admin_changes.change_item)
         queue_item_register(admin_changes.SUGGESTION_KIND, "Cluster merge suggestions", admin_changes.suggestion_item)
+
+        # A memory's page lists the cluster changes that moved it, with Undo.
+        from memories.admin_panels import memory_page_panel_register
+
+        memory_page_panel_register("memory-cluster-changes", "Cluster changes", admin_changes.memory_panel)

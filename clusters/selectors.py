@@ -254,6 +254,12 @@ def cluster_changes(*, space_ids: list[int] | None = None, cluster_id: int | Non
     return queryset
 
 
+def cluster_changes_of_memory(*, memory_id: Any, space_ids: list[int], limit: int = 20) -> list[ClusterChange]:
+    """The cluster changes that moved memory ``memory_id`` (of ``space_ids``), newest first."""
+    return list(ClusterChange.objects.filter(memory_ids__contains=[memory_id], space_id__in=space_ids)
+                .order_by("-created_at", "-pk")[:limit])
+
+
 def cluster_members_listed(*, cluster: KnowledgeCluster, limit: int | None = 200) -> list[ClusterMember]:
     """A cluster's members for the split and move forms: the best placed first, with their memory
     (``limit`` None: all of them)."""

@@ -144,3 +144,58 @@ def test_another_spaces_curator_finds_none_of_it(settings):
                        {"memory_id": str(b[0].pk), "to_cluster_id": first})):
         assert outsider.post(url, data).status_code == 404, url
     assert not ClusterChange.objects.exists() and KnowledgeCluster.objects.filter(pk=first).exists()
+
+
+
+def test_a_cluster_change_is_undone_from_the_memorys_page_with_the_same_refusals(curator, settings):
+    from clusters.services import cluster_split, clusters_merge
+
+    a, b = _two_clusters(settings)
+    first, second = _cluster_of(a[0]), _cluster_of(b[0])
+    merge = clusters_merge(into=second, other=first, user="cora")
+    page_url = reverse("admin:memories_memory_change", args=[a[0].pk])
+    page = curator.get(page_url).content.decode()
+    panel = page[page.index('id="memory-cluster-changes"'):]
+    assert "Merge</strong> by cora" in panel and "with 1 other memory" in panel
+    undo = reverse("admin:clusters_knowledgecluster_undo", args=[merge.pk])
+    assert f'action="{undo}"' in panel and f'name="next" value="{page_url}"' in panel
+    # A memory no change moved has no such panel.
+    assert 'id="memory-cluster-changes"' not in curator.get(
+        reverse("admin:memories_memory_change", args=[b[0].pk])).content.decode()
+
+    # A later change stands on the merge: undone from the memory's page, it is refused with the reason, back here.
+    split = cluster_split(cluster_id=second, memory_ids=[str(b[2].pk)], user="cora")
+    refused = curator.post(undo, {"next": page_url})
+    assert refused.status_code == 302 and refused["Location"] == page_url
+    assert "undo it first" in curator.get(page_url).content.decode()
+    assert _cluster_of(a[0]) == second
+
+    # Undone newest first (the split from its own memory's page), the merge then goes back too.
+    b2_page = reverse("admin:memories_memory_change", args=[b[2].pk])
+    assert curator.post(reverse("admin:clusters_knowledgecluster_undo", args=[split.pk]),
+                        {"next": b2_page})["Location"] == b2_page
+    done = curator.post(undo, {"next": page_url})
+    assert done["Location"] == page_url
+    assert _members(first) == {str(m.pk) for m in a} and _members(second) == {str(m.pk) for m in b}
+    _exact_everywhere()
+    page = curator.get(page_url).content.decode()
+    assert "back where they were" in page and "undone by cora" in page
+    assert f'action="{undo}"' not in page  # nothing left to undo for it
+    # Only the hub's own pages are followed back to.
+    assert curator.post(reverse("admin:clusters_knowledgecluster_undo", args=[merge.pk]),
+                        {"next": "https://example.com" + page_url})["Location"] != "https://example.com" + page_url
+
+
+def test_another_spaces_curator_neither_sees_nor_undoes_a_change_from_a_memorys_page(settings):
+    from clusters.services import clusters_merge
+
+    a, b = _two_clusters(settings)
+    merge = clusters_merge(into=_cluster_of(b[0]), other=_cluster_of(a[0]), user="cora")
+    other = space_create(slug="team-b", name="Team B")
+    outsider = _login("bob", spaces=[(other, Role.CURATOR)])
+    page = outsider.get(reverse("admin:memories_memory_change", args=[a[0].pk]))
+    assert "memory-cluster-changes" not in page.content.decode()
+    response = outsider.post(reverse("admin:clusters_knowledgecluster_undo", args=[merge.pk]),
+                             {"next": reverse("admin:memories_memory_change", args=[a[0].pk])})
+    assert response.status_code == 404
+    assert ClusterChange.objects.get().undone_at is None
