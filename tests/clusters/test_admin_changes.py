@@ -199,3 +199,80 @@ def test_another_spaces_curator_neither_sees_nor_undoes_a_change_from_a_memorys_
                              {"next": reverse("admin:memories_memory_change", args=[a[0].pk])})
     assert response.status_code == 404
     assert ClusterChange.objects.get().undone_at is None
+
+
+DECIDE = "admin:memories_memory_queue_decide"
+
+
+def test_cluster_rows_are_selectable_and_decided_in_bulk_with_the_actions_that_apply(curator, settings):
+    a, b = _two_clusters(settings)
+    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
+    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
+    clusters_repair()
+    suggestion = ClusterSuggestion.objects.get()
+    page = curator.get(reverse(QUEUE), {"kind": "cluster_suggestion"}).content.decode()
+    assert f'name="items" value="clustersuggestion:{suggestion.pk}"' in page
+    assert 'value="undo"' in page  # the bulk bar's Undo
+
+    # "Undo" does not apply to a suggestion; "Different" is "not one topic"; a row that never existed fails.
+    decide = reverse(DECIDE)
+    curator.post(decide, {"action": "undo", "items": [f"clustersuggestion:{suggestion.pk}", "clustersuggestion:987654"]})
+    page = curator.get(reverse(QUEUE)).content.decode()
+    assert "0 decided, 1 skipped (the action does not apply to them), 1 failed: That item no longer exists." in page
+    curator.post(decide, {"action": "different", "items": [f"clustersuggestion:{suggestion.pk}"]})
+    suggestion.refresh_from_db()
+    assert suggestion.status == "dismissed" and suggestion.decided_by == "cora"
+
+    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.8  # the repair merges them itself
+    clusters_repair()
+    change = ClusterChange.objects.get()
+    page = curator.get(reverse(QUEUE), {"kind": "cluster_move"}).content.decode()
+    assert f'name="items" value="clusterchange:{change.pk}"' in page
+    curator.post(decide, {"action": "merge", "items": [f"clusterchange:{change.pk}"]})  # does not apply
+    assert ClusterChange.objects.get().undone_at is None
+    response = curator.post(decide, {"action": "undo", "items": [f"clusterchange:{change.pk}"],
+                                     "next": reverse(QUEUE) + "?kind=cluster_move"})
+    assert response["Location"] == reverse(QUEUE) + "?kind=cluster_move"
+    assert "Undone: 2 memories are back where they were." in curator.get(reverse(QUEUE)).content.decode()
+    assert _members(_cluster_of(a[0])) == {str(m.pk) for m in a} and _cluster_of(a[0]) != _cluster_of(b[0])
+    _exact_everywhere()
+    # Undone already: refused with the reason (a single row, as htmx: the row settles with it).
+    response = curator.post(decide, {"action": "undo", "items": [f"clusterchange:{change.pk}"]},
+                            HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"clusterchange-{change.pk}")
+    assert "undone already, by cora" in response.content.decode()
+
+
+def test_bulk_merge_of_suggestions_and_bulk_undo_newest_first(curator, settings):
+    a, b = _two_clusters(settings)
+    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
+    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
+    clusters_repair()
+    suggestion = ClusterSuggestion.objects.get()
+    decide = reverse(DECIDE)
+    curator.post(decide, {"action": "merge", "items": [f"clustersuggestion:{suggestion.pk}"]})
+    assert _cluster_of(a[0]) == _cluster_of(b[0])
+    merge = ClusterChange.objects.get()
+    assert merge.decided_by == "cora"
+    from clusters.services import cluster_split
+
+    split = cluster_split(cluster_id=_cluster_of(a[0]), memory_ids=[str(b[2].pk)], user="cora")
+    # Selected oldest first, they are undone newest first (the split stands on the merge).
+    curator.post(decide, {"action": "undo", "items": [f"clusterchange:{merge.pk}", f"clusterchange:{split.pk}"]})
+    assert "2 decided." in curator.get(reverse(QUEUE)).content.decode()
+    assert _members(_cluster_of(a[0])) == {str(m.pk) for m in a} and _members(_cluster_of(b[0])) == {str(m.pk) for m in b}
+    _exact_everywhere()
+
+
+def test_another_spaces_cluster_rows_answer_in_bulk_as_rows_that_never_existed(settings):
+    a, b = _two_clusters(settings)
+    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
+    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
+    clusters_repair()
+    suggestion = ClusterSuggestion.objects.get()
+    other = space_create(slug="team-b", name="Team B")
+    outsider = _login("bob", spaces=[(other, Role.CURATOR)])
+    for token in (f"clustersuggestion:{suggestion.pk}", "clustersuggestion:987654"):
+        response = outsider.post(reverse(DECIDE), {"action": "merge", "items": [token]}, HTTP_HX_REQUEST="true",
+                                 HTTP_HX_TARGET="clustersuggestion-1")
+        assert "That item no longer exists." in response.content.decode()
+    assert ClusterSuggestion.objects.get().status == "open" and not ClusterChange.objects.exists()
