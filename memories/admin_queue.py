@@ -157,20 +157,34 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         page, family = 1, None
     if family is not None:
         kind = "candidate"
+    if request.GET.get("part") == "counts":  # the tabs alone, refreshed after an htmx decision
+        counts = reads.review_queue_counts(space_ids=page_spaces(request))
+        return TemplateResponse(request, "admin/memories/_queue_counts.html",
+                                _counts_context(request, counts, kinds, kind, family))
     rows, counts = reads.review_queue(kind=kind, page=page, per_page=PER_PAGE, space_ids=page_spaces(request),
                                       family=family)
     llm = get_llm().available
-    total = counts[kind] if kind else sum(counts[k] for k in kinds)
-    pages = max(1, math.ceil(total / PER_PAGE))
+    counted = _counts_context(request, counts, kinds, kind, family)
+    pages = max(1, math.ceil(counted["total"] / PER_PAGE))
     context = {
-        **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue",
-        "items": [_item(name, row, llm=llm) for name, row in rows], "kind": kind, "total": total, "page": page,
-        "pages": pages, "all_count": sum(counts[k] for k in kinds), "family": family, "llm": llm,
-        "pairs": counts["candidate_pairs"], "bulk_actions": BULK_ACTIONS.items(),
-        "kinds": [{"kind": k, "name": _kind_name(k), "count": counts[k]} for k in kinds],
-        "types": MemoryType.values,
+        **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue", **counted,
+        "items": [_item(name, row, llm=llm) for name, row in rows], "page": page,
+        "pages": pages, "llm": llm, "bulk_actions": BULK_ACTIONS.items(), "types": MemoryType.values,
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
+
+
+def _counts_context(request: HtmxHttpRequest, counts: dict[str, int], kinds: tuple[str, ...], kind: str | None,
+                    family: int | None) -> dict[str, Any]:
+    """The queue's heading and tabs (``_queue_counts.html``), with the URL that renders them again."""
+    query = request.GET.copy()
+    query["part"] = "counts"
+    return {
+        "kind": kind, "family": family, "total": counts[kind] if kind else sum(counts[k] for k in kinds),
+        "all_count": sum(counts[k] for k in kinds), "pairs": counts["candidate_pairs"],
+        "kinds": [{"kind": k, "name": _kind_name(k), "count": counts[k]} for k in kinds],
+        "counts_url": f"{request.path}?{query.urlencode()}",
+    }
 
 
 # --- deciding ---------------------------------------------------------------------------------
