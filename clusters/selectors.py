@@ -291,6 +291,14 @@ def cluster_suggestions_open(*, space_ids: list[int] | None = None,
         "first__centroid", "first__direction", "second__centroid", "second__direction")
 
 
+def cluster_suggestions_open_count(*, space_ids: list[int] | None = None) -> int:
+    """How many merge suggestions wait for a verdict (of ``space_ids``): the dashboard's count."""
+    queryset = ClusterSuggestion.objects.filter(status=SuggestionStatus.OPEN)
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
+    return queryset.count()
+
+
 def cluster_change_get(*, change_id: int, space_ids: list[int]) -> ClusterChange | None:
     return ClusterChange.objects.filter(pk=change_id, space_id__in=space_ids).first()
 

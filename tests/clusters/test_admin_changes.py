@@ -4,6 +4,8 @@ topic); another space's curator finds none of it."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
@@ -276,3 +278,23 @@ def test_another_spaces_cluster_rows_answer_in_bulk_as_rows_that_never_existed(s
                                  HTTP_HX_TARGET="clustersuggestion-1")
         assert "That item no longer exists." in response.content.decode()
     assert ClusterSuggestion.objects.get().status == "open" and not ClusterChange.objects.exists()
+
+
+def test_the_dashboard_counts_merge_suggestions_and_links_into_the_queue_on_that_kind(curator, settings):
+    def count(client: Client) -> str:
+        page = client.get(reverse("admin:index")).content.decode()
+        href = f'href="{reverse(QUEUE)}?kind=cluster_suggestion"'
+        assert href in page
+        stat = page[page.index(href):][:300]
+        return re.search(r'hub-stat-value">(\d+)<', stat).group(1)
+
+    assert count(curator) == "0"
+    _two_clusters(settings)
+    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
+    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
+    clusters_repair()
+    assert count(curator) == "1"
+    other = space_create(slug="team-b", name="Team B")
+    assert count(_login("bob", spaces=[(other, Role.CURATOR)])) == "0"  # another space's is not counted
+    ClusterSuggestion.objects.update(status="dismissed")
+    assert count(curator) == "0"
