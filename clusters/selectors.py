@@ -291,6 +291,16 @@ def cluster_suggestions_open(*, space_ids: list[int] | None = None,
         "first__centroid", "first__direction", "second__centroid", "second__direction")
 
 
+def skill_version_ids(refs: list[tuple[str, int]]) -> list[int]:
+    """The ids of the skill versions named by (skill slug, version number), those there are."""
+    if not refs:
+        return []
+    wanted = set(refs)
+    rows = SkillVersion.objects.filter(skill__slug__in={slug for slug, _ in refs}).values_list(
+        "pk", "skill__slug", "version")
+    return sorted(pk for pk, slug, number in rows if (slug, number) in wanted)
+
+
 def cluster_suggestions_open_count(*, space_ids: list[int] | None = None) -> int:
     """How many merge suggestions wait for a verdict (of ``space_ids``): the dashboard's count."""
     queryset = ClusterSuggestion.objects.filter(status=SuggestionStatus.OPEN)
