@@ -256,6 +256,11 @@ def _in_spaces(kind: str, ids: list[int], spaces: list[int]) -> bool:
     return reads.queue_rows_in_spaces(kind=kind, ids=ids, space_ids=spaces)
 
 
+def _registered_handler(decide: Callable[..., str | None], *, action: str, user: str,
+                        spaces: list[int]) -> Callable[[list[int]], str | None]:
+    return lambda ids: decide(ids[0], action=action, user=user, space_ids=spaces)
+
+
 def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     """Decide the rows named in ``items`` with ``action``: one row (its button; htmx swaps the row
     for the outcome) or many (the bulk bar; the page comes back with a count)."""
@@ -268,9 +273,9 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         "change": lambda ids: _change(ids[0], action, user),
         "contribution": lambda ids: _contribution(ids[0], action, user),
         "type": lambda ids: _type(ids[0], action, user, request.POST.get("memory_type", "")),
-        **{token: (lambda ids, decide=decide: decide(ids[0], action=action, user=user, space_ids=spaces))
-           for token, (_, decide) in _DECIDERS.items()},
     }
+    for token, (_, decide) in _DECIDERS.items():
+        handlers[token] = _registered_handler(decide, action=action, user=user, spaces=spaces)
     parsed_all = [(token, _parse(token)) for token in tokens[:500]]
     # Other apps' rows newest first (sorted before the memory service's, whose order is kept).
     parsed_all.sort(key=lambda item: -item[1][1][0] if item[1] and item[1][0] in _DECIDERS else 0)

@@ -152,8 +152,8 @@ def merge_candidate_import(
 
 def _one_space(*memory_ids: tuple[str, Any]) -> int:
     """The space of the memories named (field, id), all of which the hub must hold, in one space."""
-    found = dict(Memory.objects.filter(pk__in=[pk for _, pk in memory_ids]).values_list("pk", "space_id"))
-    found = {str(pk): space_id for pk, space_id in found.items()}
+    found = {str(pk): space_id for pk, space_id in
+             Memory.objects.filter(pk__in=[pk for _, pk in memory_ids]).values_list("pk", "space_id")}
     for field, value in memory_ids:
         if str(value) not in found:
             raise MemoryInputError(field, _MISSING)

@@ -11,7 +11,14 @@ from typing import Any
 import numpy as np
 
 from agents.services import agent_create
-from clusters.models import ClusterChange, ClusterMember, ClusterSuggestion, KnowledgeCluster, Skill, SkillVersion
+from clusters.models import (
+    ClusterChange,
+    ClusterMember,
+    ClusterSuggestion,
+    KnowledgeCluster,
+    Skill,
+    SkillVersion,
+)
 from clusters.services import cluster_crystallize
 from memories.models import KnowledgeChange, Memory, MemoryContribution, MergeCandidate, TypeChange
 from memories.services import memory_archive, memory_upload
