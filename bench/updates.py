@@ -62,7 +62,8 @@ def judge(rows: list[dict]) -> list[dict]:
         row["similarity"] = float(vectors[2 * i] @ vectors[2 * i + 1])
         verdict = change_decide(old=memory_body(old["content"], old.get("context", ""), old.get("resolution", "")),
                                 new=memory_body(new["content"], new.get("context", ""), new.get("resolution", "")),
-                                related=row["similarity"] >= limits.cluster, close=row["similarity"] >= limits.soft)
+                                related=row["similarity"] >= limits.cluster, close=row["similarity"] >= limits.soft,
+                                apart_days=row["gap_days"], old_content=old["content"], new_content=new["content"])
         row["verdict"], row["order_seen"], row["evidence"] = verdict.kind, verdict.order, verdict.evidence
         row["_old_vector"], row["_new_vector"] = vectors[2 * i], vectors[2 * i + 1]
     return rows
