@@ -228,7 +228,9 @@ def _slot_change(old: str, new: str) -> str | None:
     after the replaced span ("… 50 MB; bigger files go through S3"). Not a new value: a span that
     says where the statement applies ("for the web app" / "for the docs site": another subject),
     a change of inflection, or a quantity of something else ("3 primary shards" / "1 replica").
-    None otherwise."""
+    In Chinese, only a replaced span written in Latin letters or digits counts ("保存在 NFS 上" /
+    "保存在 S3 上"): without spaces between words, where a value ends is not known. None
+    otherwise."""
     a, b = _SLOT_TOKEN.findall(old.lower()), _SLOT_TOKEN.findall(new.lower())
     if len(a) < 3 or len(b) < 3:
         return None
@@ -253,8 +255,9 @@ def _slot_change(old: str, new: str) -> str | None:
     words_now = {t for t in now if not _QUANTITY.fullmatch(t)}
     if any(_QUANTITY.fullmatch(t) for t in was + now) and words_was != words_now:
         return None  # a number with other words: the count of another thing
-    joiner = "" if all(len(t) == 1 and not t.isascii() for t in was + now) else " "
-    return f"{joiner.join(was)} → {joiner.join(now)}"
+    if not all(t.isascii() for t in was + now):
+        return None  # Chinese has no spaces between words: where a value ends is not known
+    return f"{' '.join(was)} → {' '.join(now)}"
 
 
 # Advice in the old text against something ("don't run on iOS 15 simulators", "avoid utcnow"): a

@@ -109,6 +109,7 @@ def test_one_value_replaced_in_the_same_statement_is_a_slot_change(old, new, rep
     ("Enable gzip on the edge proxy.", "Enable gzip with level 6 and a 1 KB minimum."),  # another complement
     ("The migration fails on the first run.", "The migration failed on the first run."),  # inflection
     ("Redis is the cache.", "Memcached is the cache."),  # the subject itself changed
+    ("发布前要做回归测试。", "发布前在预发环境按清单做回归测试。"),  # Chinese words: no spaces to tell a value's end
 ])
 def test_other_subjects_scopes_and_rewordings_are_not_slot_changes(old, new):
     from memories.judgements.supersede import slot_change
