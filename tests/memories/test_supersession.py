@@ -144,7 +144,7 @@ def test_a_restated_value_supersedes_by_time_only_when_weeks_apart():
 
 
 def test_the_judgement_on_the_held_out_pairs_decides_alone_only_when_right():
-    """The labelled pairs the rules were not written from (bench/updates.py prints the rest)."""
+    """The held-out half (its misses were read for the second round of rules; the blind set below is the unseen one)."""
     from bench.updates import figures, judge
 
     rows = judge([row for row in PAIRS.values() if row["set"] == "heldout"])
