@@ -31,8 +31,9 @@ install: $(STAMP)
 run: $(STAMP)
 	$(PY) -m ultron_site.launcher run
 
+# The tests run on every core (at most 4 workers; worksteal balances the long ones); PYTEST_ARGS="-n 0" runs them in one process.
 test: $(STAMP) /usr/bin/chromium
-	$(PY) -m ultron_site.launcher test --durations=25 $(PYTEST_ARGS)
+	$(PY) -m ultron_site.launcher test -n auto --maxprocesses 4 --dist worksteal --durations=25 $(PYTEST_ARGS)
 
 # The quick benchmark set (a few minutes on 2 cores); each script also runs alone, see bench/README.md.
 bench: $(STAMP)

@@ -1,7 +1,7 @@
 """Clusters by hand in the admin site: on a cluster's page, merge it with a suggested (or any)
-cluster of its space, split the chosen members off, move a member, and undo its changes; in
-the review queue, the repair's merges and moves (``cluster_move``: Undo) and merge suggestions
-(``cluster_suggestion``: Merge / Not one topic). Every action goes through the cluster
+cluster of its space, split the chosen members off, move a member, and undo its changes; on a
+memory's page, the changes that moved it, with Undo (``memory_panel``); in the review queue, the repair's merges and moves (``cluster_move``: Undo) and merge suggestions
+(``cluster_suggestion``: Merge / Not one topic), one by one or selected in bulk. Every action goes through the cluster
 services (``clusters.services``) and answers a row of another space as one that never existed."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape, format_html, format_html_join
 
@@ -63,7 +64,8 @@ def change_item(change: Any) -> dict[str, Any]:
     moved = format_html("{}{}", text[:160], format_html(' <span class="hub-muted">and {} more</span>', count - 1)
                         if count > 1 else "")
     why = f"similarity {change.similarity:.3f}" if change.similarity is not None else ""
-    return {"kind": CHANGE_KIND, "id": f"clusterchange-{change.pk}", "when": change.created_at,
+    return {"kind": CHANGE_KIND, "id": f"clusterchange-{change.pk}", "token": f"{CHANGE_TOKEN}:{change.pk}",
+            "when": change.created_at,
             "why": f"{change.get_kind_display()} by the repair{', ' + why if why else ''}", "cells": [about, moved],
             "actions": [queue_action("Undo", "u", reverse("admin:clusters_knowledgecluster_undo", args=[change.pk]))]}
 
@@ -73,7 +75,8 @@ def suggestion_item(suggestion: Any) -> dict[str, Any]:
     about = format_html("{} ({} members) and {} ({} members)",
                         _cluster_link(suggestion.first_id, suggestion.first.topic), suggestion.first.member_count,
                         _cluster_link(suggestion.second_id, suggestion.second.topic), suggestion.second.member_count)
-    return {"kind": SUGGESTION_KIND, "id": f"clustersuggestion-{suggestion.pk}", "when": suggestion.created_at,
+    return {"kind": SUGGESTION_KIND, "id": f"clustersuggestion-{suggestion.pk}",
+            "token": f"{SUGGESTION_TOKEN}:{suggestion.pk}", "when": suggestion.created_at,
             "why": f"centroids {suggestion.similarity:.3f} similar (the repair merges from "
                    f"{model_thresholds().cluster_merge:.2f})",
             "cells": [about, evidence_html(suggestion)],
@@ -83,6 +86,36 @@ def suggestion_item(suggestion: Any) -> dict[str, Any]:
                                                                    args=[suggestion.pk, "dismiss"]))]}
 
 
+# The rows' tokens for the queue's bulk decisions (``queue/decide/``).
+CHANGE_TOKEN, SUGGESTION_TOKEN = "clusterchange", "clustersuggestion"
+# What each bulk action does to a merge suggestion (others do not apply to it).
+SUGGESTION_BULK = {"merge": "merge", "different": "dismiss"}
+
+
+def change_in_spaces(ids: list[int], space_ids: list[int]) -> bool:
+    return all(selectors.cluster_change_get(change_id=pk, space_ids=space_ids) is not None for pk in ids)
+
+
+def suggestion_in_spaces(ids: list[int], space_ids: list[int]) -> bool:
+    return all(selectors.cluster_suggestion_exists(suggestion_id=pk, space_ids=space_ids) for pk in ids)
+
+
+def change_decide(pk: int, *, action: str, user: str, space_ids: list[int]) -> str | None:
+    """A bulk decision on a cluster change row: Undo (the others do not apply)."""
+    if action != "undo":
+        return None
+    change = cluster_change_undo(change_id=pk, user=user, space_ids=space_ids)
+    return f"Undone: {len(change.memory_ids)} memories are back where they were."
+
+
+def suggestion_decide(pk: int, *, action: str, user: str, space_ids: list[int]) -> str | None:
+    """A bulk decision on a merge suggestion row: Merge, or Different (not one topic)."""
+    if action not in SUGGESTION_BULK:
+        return None
+    cluster_suggestion_decide(suggestion_id=pk, action=SUGGESTION_BULK[action], user=user, space_ids=space_ids)
+    return SUGGESTION_ACTIONS[SUGGESTION_BULK[action]]
+
+
 def evidence_html(suggestion: Any) -> str:
     words = format_html('<div><span class="hub-muted">words both use:</span> {}</div>',
                         ", ".join(suggestion.shared_words) or "—")
@@ -90,6 +123,20 @@ def evidence_html(suggestion: Any) -> str:
         (p.get("first_text", "")[:120], p.get("second_text", "")[:120], f"{p.get('similarity', 0):.2f}")
         for p in suggestion.pairs))
     return format_html("{}{}", words, pairs)
+
+
+# --- the memory page's panel -------------------------------------------------------------------
+
+def memory_panel(request: HttpRequest, memory_id: Any) -> str:
+    """The cluster changes that moved the memory (of the page's spaces), newest first, each with
+    Undo for those who may change clusters (the same view as the cluster page's, back here)."""
+    changes = selectors.cluster_changes_of_memory(memory_id=memory_id, space_ids=page_spaces(request),
+                                                  limit=CHANGES_SHOWN)
+    if not changes:
+        return ""
+    return render_to_string("admin/clusters/_memory_cluster_changes.html", {
+        "cluster_changes": changes, "can_edit_clusters": can_edit(request),
+        "here": reverse("admin:memories_memory_change", args=[memory_id])}, request=request)
 
 
 # --- the cluster page's panel and actions ----------------------------------------------------------
@@ -123,15 +170,16 @@ def _cluster_page(pk: int) -> str:
 
 def _done(request: HtmxHttpRequest, message: str, back: str, level: int = messages.SUCCESS) -> HttpResponse:
     """htmx from a queue row: the row's cells become the outcome; otherwise back to ``back`` (or
-    to the review queue when the action came from it) with a message."""
+    to the review queue or the memory page the action came from) with a message."""
     if request.htmx and (request.htmx.target or "").startswith(("clusterchange-", "clustersuggestion-")):
         cell = HttpResponse(f'<td colspan="6"><div class="hub-settled">{escape(message)}</div></td>')
         cell["HX-Trigger"] = "merge-reviewed"
         return cell
     messages.add_message(request, level, message)
-    queue = reverse("admin:memories_memory_queue")
+    # Back to the queue or the memory page the action came from (only those: never an outside URL).
+    memories = reverse("admin:memories_memory_changelist")
     following = request.POST.get("next", "")
-    return HttpResponseRedirect(following if following.startswith(queue) and "//" not in following else back)
+    return HttpResponseRedirect(following if following.startswith(memories) and "//" not in following else back)
 
 
 def _refused(request: HtmxHttpRequest, exc: ClusterChangeError, back: str) -> HttpResponse:

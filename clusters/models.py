@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 from pgvector.django import HnswIndex, VectorField
@@ -164,6 +165,9 @@ class ClusterChange(models.Model):
     similarity = models.FloatField(null=True, blank=True,
                                    help_text="repair: the two centroids' cosine (merge), the member's to its new cluster (move)")
     decided_by = models.CharField(max_length=150, help_text="'repair' or the curator's user name")
+    skill_version_ids = ArrayField(models.BigIntegerField(), default=list, blank=True, help_text=(
+        "skill versions crystallized from the 'from' cluster, which this change emptied: they name the 'to' "
+        "cluster since, and their own again when it is undone"))
     undone_by = models.CharField(max_length=150, blank=True)
     undone_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -175,6 +179,8 @@ class ClusterChange(models.Model):
             models.CheckConstraint(condition=~Q(from_cluster_id=models.F("to_cluster_id")), name="cluster_change_two"),
         ]
         indexes = [
+            # A memory's page lists the changes that moved it (memory_ids @> [its id]).
+            GinIndex(fields=["memory_ids"], name="cluster_change_memories"),
             models.Index(fields=["from_cluster_id"], name="cluster_change_from"),
             models.Index(fields=["to_cluster_id"], name="cluster_change_to"),
             models.Index(fields=["-created_at"], name="cluster_change_repair",

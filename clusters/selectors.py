@@ -254,6 +254,12 @@ def cluster_changes(*, space_ids: list[int] | None = None, cluster_id: int | Non
     return queryset
 
 
+def cluster_changes_of_memory(*, memory_id: Any, space_ids: list[int], limit: int = 20) -> list[ClusterChange]:
+    """The cluster changes that moved memory ``memory_id`` (of ``space_ids``), newest first."""
+    return list(ClusterChange.objects.filter(memory_ids__contains=[memory_id], space_id__in=space_ids)
+                .order_by("-created_at", "-pk")[:limit])
+
+
 def cluster_members_listed(*, cluster: KnowledgeCluster, limit: int | None = 200) -> list[ClusterMember]:
     """A cluster's members for the split and move forms: the best placed first, with their memory
     (``limit`` None: all of them)."""
@@ -283,6 +289,24 @@ def cluster_suggestions_open(*, space_ids: list[int] | None = None,
         queryset = queryset.filter(Q(first_id=cluster_id) | Q(second_id=cluster_id))
     return queryset.select_related("first", "second").defer(
         "first__centroid", "first__direction", "second__centroid", "second__direction")
+
+
+def skill_version_ids(refs: list[tuple[str, int]]) -> list[int]:
+    """The ids of the skill versions named by (skill slug, version number), those there are."""
+    if not refs:
+        return []
+    wanted = set(refs)
+    rows = SkillVersion.objects.filter(skill__slug__in={slug for slug, _ in refs}).values_list(
+        "pk", "skill__slug", "version")
+    return sorted(pk for pk, slug, number in rows if (slug, number) in wanted)
+
+
+def cluster_suggestions_open_count(*, space_ids: list[int] | None = None) -> int:
+    """How many merge suggestions wait for a verdict (of ``space_ids``): the dashboard's count."""
+    queryset = ClusterSuggestion.objects.filter(status=SuggestionStatus.OPEN)
+    if space_ids is not None:
+        queryset = queryset.filter(space_id__in=space_ids)
+    return queryset.count()
 
 
 def cluster_change_get(*, change_id: int, space_ids: list[int]) -> ClusterChange | None:

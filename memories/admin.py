@@ -218,10 +218,12 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
 
     # --- the memory page --------------------------------------------------------------------
     def change_view(self, request, object_id, form_url="", extra_context=None):
+        from memories.admin_panels import memory_page_panels
         from memories.admin_promote import panel_context
 
-        return super().change_view(request, object_id, form_url, {**panel_context(self, request),
-                                                                  **(extra_context or {})})
+        return super().change_view(request, object_id, form_url, {
+            **panel_context(self, request), "memory_panels": memory_page_panels(request, object_id),
+            **(extra_context or {})})
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data

@@ -10,8 +10,9 @@ Every decision on the memory service's own rows, one row's or many, is a POST to
 naming the rows (``items``: ``family:<candidate ids>``, ``change:<id>``, ``contribution:<id>``,
 ``type:<id>``) and the ``action``; each row is looked up within the page's spaces and decided by a
 service. Apps above this one add kinds of their own (the clusters' changes and merge suggestions)
-with ``reads.review_queue_kind_register`` and ``queue_item_register``; their buttons post to their
-own URLs."""
+with ``reads.review_queue_kind_register`` and ``queue_item_register``; their row buttons post to
+their own URLs, and their rows are decided in bulk through ``queue/decide/`` too, with the
+``queue_decide_register``-ed token of each (``clusterchange:<id>``, ``clustersuggestion:<id>``)."""
 
 from __future__ import annotations
 
@@ -28,12 +29,13 @@ from django.utils.html import escape
 
 from agents.admin_spaces import page_spaces
 from core.admin_tools import HtmxHttpRequest
+from core.errors import ApplicationError
 from memories.admin_review import _body, word_diff
 from memories.admin_types import type_outcome
 from memories.models import ChangeKind, MemoryType
 from memories.providers.llm import get_llm
 from memories.selectors import review as reads
-from memories.services import ChangeError, MemoryInputError, conflict_decide, supersession_undo
+from memories.services import conflict_decide, supersession_undo
 from memories.services.queue import (
     change_let_stand,
     contribution_let_stand,
@@ -41,14 +43,17 @@ from memories.services.queue import (
     family_merge,
 )
 from memories.services.review import contribution_split
-from memories.services.types import TypeChangeError, type_review_decide
+from memories.services.types import type_review_decide
 
 PER_PAGE = 25
 KIND_NAMES = {"candidate": "Merge candidates", "conflict": "Conflicts", "supersession": "Supersessions",
               "merge": "Automatic merges", "type": "Types to confirm"}
 # What each bulk button does to each kind of row (a kind missing from an action's map is skipped).
-BULK_ACTIONS = {"merge": "Merge", "different": "Different / both hold", "accept": "Accept"}
-# ("accept" on a type row keeps the classifier's type; "set-type" sets the bar's chosen type.)
+BULK_ACTIONS = {"merge": "Merge", "different": "Different / both hold / not one topic", "accept": "Accept",
+                "undo": "Undo"}
+# ("accept" on a type row keeps the classifier's type; "set-type" sets the bar's chosen type; "undo"
+# reverts a supersession, splits an automatic merge back, undoes a cluster change.)
+_OWN_TOKENS = ("family", "change", "contribution", "type")
 
 
 # Rows of the kinds other apps add (``reads.review_queue_kind_register``): kind -> (tab name, row builder).
@@ -61,6 +66,21 @@ def queue_item_register(kind: str, name: str, item: Callable[[Any], dict[str, An
     action's htmx answer replaces the row's cells), ``when``, ``why``, ``actions`` (``queue_action``)
     and ``cells``: the two middle cells (what the row is about, and what changed), as safe HTML."""
     _REGISTERED[kind] = (name, item)
+
+
+# Bulk decisions on those kinds: token prefix -> (whether every id is in the spaces, decide one).
+_DECIDERS: dict[str, tuple[Callable[[list[int], list[int]], bool], Callable[..., str | None]]] = {}
+
+
+def queue_decide_register(token: str, in_spaces: Callable[[list[int], list[int]], bool],
+                          decide: Callable[..., str | None]) -> None:
+    """Rows of a registered kind whose page row carries ``token:<id>`` become decidable in bulk:
+    ``in_spaces(ids, space_ids)`` says whether each is in the page's spaces (else it answers as one
+    that never existed); ``decide(pk, action=, user=, space_ids=)`` applies a bulk action
+    (``BULK_ACTIONS``) to one, returning the outcome's sentence, or None when the action does not
+    apply to that kind. It raises its app's ``ApplicationError`` to refuse; its rows are decided
+    newest first (a later one may stand on an earlier one, as cluster changes do)."""
+    _DECIDERS[token] = (in_spaces, decide)
 
 
 def queue_action(label: str, key: str, url: str, primary: bool = False) -> dict[str, Any]:
@@ -137,20 +157,34 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         page, family = 1, None
     if family is not None:
         kind = "candidate"
+    if request.GET.get("part") == "counts":  # the tabs alone, refreshed after an htmx decision
+        counts = reads.review_queue_counts(space_ids=page_spaces(request))
+        return TemplateResponse(request, "admin/memories/_queue_counts.html",
+                                _counts_context(request, counts, kinds, kind, family))
     rows, counts = reads.review_queue(kind=kind, page=page, per_page=PER_PAGE, space_ids=page_spaces(request),
                                       family=family)
     llm = get_llm().available
-    total = counts[kind] if kind else sum(counts[k] for k in kinds)
-    pages = max(1, math.ceil(total / PER_PAGE))
+    counted = _counts_context(request, counts, kinds, kind, family)
+    pages = max(1, math.ceil(counted["total"] / PER_PAGE))
     context = {
-        **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue",
-        "items": [_item(name, row, llm=llm) for name, row in rows], "kind": kind, "total": total, "page": page,
-        "pages": pages, "all_count": sum(counts[k] for k in kinds), "family": family, "llm": llm,
-        "pairs": counts["candidate_pairs"], "bulk_actions": BULK_ACTIONS.items(),
-        "kinds": [{"kind": k, "name": _kind_name(k), "count": counts[k]} for k in kinds],
-        "types": MemoryType.values,
+        **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue", **counted,
+        "items": [_item(name, row, llm=llm) for name, row in rows], "page": page,
+        "pages": pages, "llm": llm, "bulk_actions": BULK_ACTIONS.items(), "types": MemoryType.values,
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
+
+
+def _counts_context(request: HtmxHttpRequest, counts: dict[str, int], kinds: tuple[str, ...], kind: str | None,
+                    family: int | None) -> dict[str, Any]:
+    """The queue's heading and tabs (``_queue_counts.html``), with the URL that renders them again."""
+    query = request.GET.copy()
+    query["part"] = "counts"
+    return {
+        "kind": kind, "family": family, "total": counts[kind] if kind else sum(counts[k] for k in kinds),
+        "all_count": sum(counts[k] for k in kinds), "pairs": counts["candidate_pairs"],
+        "kinds": [{"kind": k, "name": _kind_name(k), "count": counts[k]} for k in kinds],
+        "counts_url": f"{request.path}?{query.urlencode()}",
+    }
 
 
 # --- deciding ---------------------------------------------------------------------------------
@@ -190,7 +224,7 @@ def _change(change_id: int, action: str, user: str) -> str | None:
 
 
 def _contribution(contribution_id: int, action: str, user: str) -> str | None:
-    if action == "split":
+    if action in ("split", "undo"):
         new = contribution_split(contribution_id=contribution_id, editor=user)
         return f"Split back into a memory of its own ({new.pk})."
     if action == "accept":
@@ -213,7 +247,18 @@ def _parse(token: str) -> tuple[str, list[int]] | None:
         numbers = [int(part) for part in ids.split(".") if part]
     except ValueError:
         return None
-    return (kind, numbers) if kind in ("family", "change", "contribution", "type") and numbers else None
+    return (kind, numbers) if (kind in _OWN_TOKENS or kind in _DECIDERS) and numbers else None
+
+
+def _in_spaces(kind: str, ids: list[int], spaces: list[int]) -> bool:
+    if kind in _DECIDERS:
+        return _DECIDERS[kind][0](ids, spaces)
+    return reads.queue_rows_in_spaces(kind=kind, ids=ids, space_ids=spaces)
+
+
+def _registered_handler(decide: Callable[..., str | None], *, action: str, user: str,
+                        spaces: list[int]) -> Callable[[list[int]], str | None]:
+    return lambda ids: decide(ids[0], action=action, user=user, space_ids=spaces)
 
 
 def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
@@ -229,16 +274,20 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         "contribution": lambda ids: _contribution(ids[0], action, user),
         "type": lambda ids: _type(ids[0], action, user, request.POST.get("memory_type", "")),
     }
+    for token, (_, decide) in _DECIDERS.items():
+        handlers[token] = _registered_handler(decide, action=action, user=user, spaces=spaces)
+    parsed_all = [(token, _parse(token)) for token in tokens[:500]]
+    # Other apps' rows newest first (sorted before the memory service's, whose order is kept).
+    parsed_all.sort(key=lambda item: -item[1][1][0] if item[1] and item[1][0] in _DECIDERS else 0)
     done, skipped, failed, outcome = 0, 0, [], ""
-    for token in tokens[:500]:
-        parsed = _parse(token)
+    for _token, parsed in parsed_all:
         # Another space's row is missing here, like one that never existed.
-        if parsed is None or not reads.queue_rows_in_spaces(kind=parsed[0], ids=parsed[1], space_ids=spaces):
+        if parsed is None or not _in_spaces(parsed[0], parsed[1], spaces):
             failed.append("That item no longer exists.")
             continue
         try:
             result = handlers[parsed[0]](parsed[1])
-        except (MemoryInputError, ChangeError, TypeChangeError) as exc:
+        except ApplicationError as exc:  # a service's refusal, with its reason (the memory service's, an app's)
             failed.append(f"{exc.message[0].upper()}{exc.message[1:]}.")
             continue
         except ObjectDoesNotExist:

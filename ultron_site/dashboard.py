@@ -12,7 +12,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from clusters.selectors import clusters_ready
+from clusters.selectors import cluster_suggestions_open_count, clusters_ready
 from ingestion import selectors as ingestion_reads
 from ingestion.models import WorkState
 from memories.models import MemoryType, Status, Tier
@@ -97,6 +97,8 @@ def review_counts(stats: dict[str, Any], space_ids: list[int] | None = None) -> 
         "candidates": {"value": memory_reviews.merge_candidates_open_count(space_ids=space_ids), "href": queue + "?kind=candidate"},
         "conflicts": {"value": memory_reviews.changes_open_count(space_ids=space_ids), "href": queue + "?kind=conflict"},
         "types": {"value": memory_reviews.type_reviews_open_count(space_ids=space_ids), "href": queue + "?kind=type"},
+        "cluster_suggestions": {"value": cluster_suggestions_open_count(space_ids=space_ids),
+                                "href": queue + "?kind=cluster_suggestion"},
         "queue": {"href": queue},
         "failed_segments": ingestion_reads.segments_parked_count(space_ids=space_ids),
     }

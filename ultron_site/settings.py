@@ -468,6 +468,11 @@ if (ULTRON_DUPLICATE_SOFT_THRESHOLD is not None and ULTRON_DUPLICATE_THRESHOLD i
     raise ImproperlyConfigured(
         "ULTRON_DUPLICATE_SOFT_THRESHOLD must not exceed ULTRON_DUPLICATE_THRESHOLD."
     )
+ULTRON_SUPERSEDE_AFTER_DAYS = env_int(
+    "ULTRON_SUPERSEDE_AFTER_DAYS", 14, minimum=0, group="memories",
+    help="A memory restating an older one's statement with one value changed replaces it when recorded at least this "
+         "many days after the older one was last confirmed; closer together, a curator decides. 0: never by time alone.",
+)
 ULTRON_MAX_CONTENT_CHARS = env_int(
     "ULTRON_MAX_CONTENT_CHARS", 20000, minimum=100, group="memories",
     help="Longest memory content accepted, in characters.",

@@ -37,8 +37,11 @@ from clusters.services.portable import (
     SkillImported,
     SkillImportError,
     SkillVersionImport,
+    cluster_change_import,
+    cluster_id_reserve,
     cluster_import,
     cluster_skill_link,
+    cluster_suggestion_import,
     skill_import,
 )
 from clusters.services.promote import SkillPromoted, SkillPromoteError, skill_promote
@@ -81,6 +84,9 @@ __all__ = [
     "clusters_repair",
     "crystallization_step",
     "skill_import",
+    "cluster_change_import",
+    "cluster_id_reserve",
+    "cluster_suggestion_import",
     "skill_search_text",
     "skill_promote",
     "skill_version_publish",

@@ -7,7 +7,8 @@ same statement, so centroids stay exact sums whatever the order of changes and u
 change is written down (``ClusterChange``: who or what decided, from and to which cluster,
 which memories) and each moved memory's history says so. Undo moves the same memories back —
 making the folded-in cluster of a merge again, with its id — unless a later change stands on
-it. Skills follow the cluster that holds most of the memories their version cites (the rule
+it. Skill versions crystallized from a cluster a change empties name the cluster its memories
+went to, and their own again when the change is undone. Skills follow the cluster that holds most of the memories their version cites (the rule
 the repair has always used), and a published skill whose memories a change moved in large
 part is marked for re-crystallization.
 """
@@ -30,6 +31,7 @@ from clusters.models import (
     KnowledgeCluster,
     Skill,
     SkillStatus,
+    SkillVersion,
 )
 from clusters.services.membership import _ASSIGN_LOCK
 from clusters.services.rebuild import cluster_relabel
@@ -185,6 +187,28 @@ def skills_mark_changed(*, cluster_ids: Iterable[int], moved: Iterable[Any], cha
     return marked
 
 
+def skill_versions_follow(*, change: ClusterChange, gone: int, to: int) -> list[int]:
+    """The skill versions crystallized from cluster ``gone``, when ``change`` left it without
+    members (it is deleted next), name cluster ``to`` instead, which holds its memories now (not
+    nothing, as the deletion would leave them); ``change`` keeps which, for its undo to give them
+    their cluster back. Returns their ids."""
+    ids = list(SkillVersion.objects.filter(cluster_id=gone, cluster__member_count=0).values_list("pk", flat=True))
+    if ids:
+        SkillVersion.objects.filter(pk__in=ids).update(cluster_id=to)
+        change.skill_version_ids = [*change.skill_version_ids, *ids]
+        ClusterChange.objects.filter(pk=change.pk).update(skill_version_ids=change.skill_version_ids)
+    return ids
+
+
+def _superseded_forget(cluster_id: int, slugs: list[str]) -> None:
+    if not slugs:
+        return
+    cluster = KnowledgeCluster.objects.only("pk", "superseded_skill_slugs").get(pk=cluster_id)
+    kept = [s for s in cluster.superseded_skill_slugs if s not in slugs]
+    if kept != cluster.superseded_skill_slugs:
+        KnowledgeCluster.objects.filter(pk=cluster_id).update(superseded_skill_slugs=kept)
+
+
 def clusters_drop_empty(cluster_ids: Iterable[int]) -> list[int]:
     """Delete the clusters of ``cluster_ids`` left without members, their skills following their
     memories first. Returns the ids deleted."""
@@ -213,6 +237,7 @@ def cluster_fold(*, keep: KnowledgeCluster, gone: KnowledgeCluster, by: str,
         keep.save(update_fields=["superseded_skill_slugs"])
     skills_mark_changed(cluster_ids=[keep.pk, gone.pk], moved=moved, change=change)
     skills_follow(cluster_ids=[keep.pk, gone.pk])
+    skill_versions_follow(change=change, gone=gone.pk, to=keep.pk)
     clusters_drop_empty([gone.pk])
     if relabel:
         cluster_relabel(cluster_id=keep.pk, offline=True)
@@ -252,8 +277,18 @@ def cluster_change_undo(*, change_id: int, user: str, space_ids: list[int] | Non
         if source is None:
             source = empty_cluster(space_id=change.space_id, topic=change.from_topic, pk=change.from_cluster_id)  # type: ignore[arg-type]  # never null (stubs read a default as optional)
         moved = members_shift(source=target.pk, target=source.pk, memory_ids=still)
-        skills_follow(cluster_ids=[source.pk, target.pk])
+        # The skills of the versions the change re-pointed follow their memories back too (a merge into a
+        # cluster with a skill of its own had listed theirs as superseded there: it no longer is).
+        returning = list(Skill.objects.filter(versions__pk__in=change.skill_version_ids).distinct()
+                         .values_list("pk", "slug"))
+        skills_follow(cluster_ids=[source.pk, target.pk], skill_ids=[pk for pk, _ in returning])
+        _superseded_forget(target.pk, [slug for pk, slug in returning
+                                       if KnowledgeCluster.objects.filter(skill_id=pk).exclude(pk=target.pk).exists()])
         skills_mark_changed(cluster_ids=[source.pk, target.pk], moved=moved, change=change)
+        # The versions the change re-pointed name their own cluster again; a version of a cluster the
+        # undo empties (one a split founded) names where its memories went back to.
+        SkillVersion.objects.filter(pk__in=change.skill_version_ids, cluster_id=target.pk).update(cluster_id=source.pk)
+        SkillVersion.objects.filter(cluster_id=target.pk, cluster__member_count=0).update(cluster_id=source.pk)
         dropped = clusters_drop_empty([target.pk])
         cluster_relabel(cluster_id=source.pk, offline=True)
         if not dropped:

@@ -19,6 +19,7 @@ from clusters.services.changes import (
     empty_cluster,
     members_shift,
     placement_lock,
+    skill_versions_follow,
     skills_follow,
     skills_mark_changed,
 )
@@ -113,6 +114,7 @@ def cluster_member_move(*, memory_id: Any, to_cluster_id: Any, user: str, space_
         change = change_record(kind=ClusterChangeKind.MOVE, source=source, target=target, memory_ids=moved, by=user)
         skills_mark_changed(cluster_ids=[source.pk], moved=moved, change=change)
         skills_follow(cluster_ids=[source.pk, target.pk])
+        skill_versions_follow(change=change, gone=source.pk, to=target.pk)
         if not clusters_drop_empty([source.pk]):
             cluster_relabel(cluster_id=source.pk, offline=True)
         cluster_relabel(cluster_id=target.pk, offline=True)

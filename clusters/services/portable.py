@@ -1,8 +1,9 @@
 """Writing back what a portable export holds of the cluster service
 (docs/operations.md#export-and-import): a cluster with its members, a skill with its versions,
-and the link from a cluster to its skill, keyed so that importing them twice changes nothing (a
-cluster by the memories it holds, or by its topic and creation time when it holds none; a skill
-by its slug, a version by its number).
+the link from a cluster to its skill, a cluster change and a merge suggestion, keyed so that
+importing them twice changes nothing (a cluster by the memories it holds, or by its topic and
+creation time when it holds none; a skill by its slug, a version by its number; a change by
+its kind, memories and time; a suggestion by its two clusters).
 
 The caller has checked and redacted every field. Centroids stay what ``membership`` keeps: the
 sum of the members' vectors, each member holding the vector it added; members that join a
@@ -20,10 +21,17 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from agents.selectors import space_or_shared
-from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
+from clusters.models import (
+    ClusterChange,
+    ClusterMember,
+    ClusterSuggestion,
+    KnowledgeCluster,
+    Skill,
+    SkillVersion,
+)
 from clusters.services.membership import _centroid_shift
 from memories.models import Memory
 
@@ -243,3 +251,60 @@ def cluster_skill_link(*, cluster_id: int, slug: str) -> bool:
         if skill_id is None:
             return False
         return bool(KnowledgeCluster.objects.filter(pk=cluster_id, skill__isnull=True).update(skill_id=skill_id))
+
+
+def cluster_id_reserve() -> int:
+    """A cluster id no cluster has or will be given (drawn from the clusters' own sequence): the id
+    of a cluster a change in the file names that is no longer there (folded in by a merge), which
+    undoing that change makes again under this id."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [KnowledgeCluster._meta.db_table])
+        return int(cursor.fetchone()[0])
+
+
+def cluster_change_import(
+    *, kind: str, from_cluster_id: int, to_cluster_id: int, from_topic: str = "", to_topic: str = "",
+    memory_ids: Sequence[Any], similarity: float | None = None, decided_by: str, skill_version_ids: Sequence[int] = (),
+    undone_by: str = "", undone_at: datetime | None = None, created_at: datetime, space_id: int | None = None,
+) -> bool:
+    """Store a cluster change between clusters of this hub (ids already this hub's: the caller
+    maps the file's), in ``space_id``; False when a change of that kind, of those memories, made at
+    that time is here. Stored in the file's order, so undo sees the later changes as later."""
+    space = space_or_shared(space_id)
+    ids = [str(m) for m in memory_ids]
+    with transaction.atomic():
+        if ClusterChange.objects.filter(space_id=space, kind=kind, created_at=created_at, memory_ids=ids).exists():
+            return False
+        row = ClusterChange.objects.create(
+            space_id=space, kind=kind, from_cluster_id=from_cluster_id, to_cluster_id=to_cluster_id,
+            from_topic=from_topic[:200], to_topic=to_topic[:200], memory_ids=ids, similarity=similarity,
+            decided_by=decided_by[:150], skill_version_ids=list(skill_version_ids), undone_by=undone_by[:150],
+            undone_at=undone_at)
+        _times(ClusterChange, row.pk, created_at=created_at)
+    return True
+
+
+def cluster_suggestion_import(
+    *, first_id: int, second_id: int, similarity: float, shared_words: Sequence[str] = (), pairs: Sequence[dict] = (),
+    status: str, decided_by: str = "", decided_at: datetime | None = None, created_at: datetime,
+    updated_at: datetime,
+) -> bool:
+    """Store a merge suggestion between two clusters of this hub (of one space); False when that
+    pair has one here. The pair is stored in id order, its evidence's sides with it."""
+    pairs = list(pairs)
+    if first_id > second_id:
+        first_id, second_id = second_id, first_id
+        pairs = [{**p, "first": p.get("second"), "second": p.get("first"), "first_text": p.get("second_text", ""),
+                  "second_text": p.get("first_text", "")} for p in pairs]
+    with transaction.atomic():
+        spaces = set(KnowledgeCluster.objects.filter(pk__in=[first_id, second_id]).values_list("space_id", flat=True))
+        if len(spaces) != 1 or KnowledgeCluster.objects.filter(pk__in=[first_id, second_id]).count() != 2:
+            raise ValueError("a suggestion is of two clusters of one space")
+        if ClusterSuggestion.objects.filter(first_id=first_id, second_id=second_id).exists():
+            return False
+        row = ClusterSuggestion.objects.create(
+            space_id=spaces.pop(), first_id=first_id, second_id=second_id, similarity=similarity,
+            shared_words=[w[:60] for w in shared_words], pairs=pairs, status=status, decided_by=decided_by[:150],
+            decided_at=decided_at)
+        _times(ClusterSuggestion, row.pk, created_at=created_at, updated_at=updated_at)
+    return True

@@ -25,7 +25,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from clusters.models import ClusterChangeKind, ClusterMember, KnowledgeCluster
-from clusters.services.changes import REPAIR, change_record, cluster_fold, clusters_drop_empty
+from clusters.services.changes import (
+    REPAIR,
+    change_record,
+    cluster_fold,
+    clusters_drop_empty,
+    skill_versions_follow,
+)
 from clusters.services.membership import _ASSIGN_LOCK, _centroid_shift, nearest_cluster
 from clusters.services.suggestions import cluster_suggestions_record, suggestion_band
 from memories.thresholds import model_thresholds
@@ -111,10 +117,10 @@ def _move_misfits(*, threshold: float, limit: int) -> int:
         _centroid_shift(member.cluster_id, subtract=vector, members=-1)
         _centroid_shift(target, add=vector, members=1)
         ClusterMember.objects.filter(pk=member.pk).update(cluster_id=target, similarity=float(similarity))
-        change_record(kind=ClusterChangeKind.MOVE, source=own, target=_topic_of(target), memory_ids=[member.memory_id],
-                      by=REPAIR, similarity=float(similarity))
+        change = change_record(kind=ClusterChangeKind.MOVE, source=own, target=_topic_of(target),
+                               memory_ids=[member.memory_id], by=REPAIR, similarity=float(similarity))
         moved += 1
-        if own.member_count <= 1:
+        if skill_versions_follow(change=change, gone=member.cluster_id, to=target) or own.member_count <= 1:
             emptied.add(member.cluster_id)
     clusters_drop_empty(emptied)
     return moved

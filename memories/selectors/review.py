@@ -263,8 +263,7 @@ def review_queue(*, kind: str | None, page: int, per_page: int, space_ids: list[
     querysets = _queue_querysets(space_ids)
     kinds = list(querysets)
     families = _families(querysets.pop("candidate"))
-    counts = {"candidate": len(families), **{name: queryset.count() for name, queryset in querysets.items()}}
-    counts["candidate_pairs"] = sum(len(f.candidate_ids) for f in families)
+    counts = _counts(families, querysets)
     if family is not None:
         chosen = next((f for f in families if f.pk == family), None)
         families = _families(_queue_querysets(space_ids)["candidate"].filter(pk__in=chosen.candidate_ids),
@@ -282,6 +281,19 @@ def review_queue(*, kind: str | None, page: int, per_page: int, space_ids: list[
     shown = rows[end - per_page:end]
     _family_members([row for _, name, row in shown if name == "candidate"])
     return [(name, row) for _, name, row in shown], counts
+
+
+def _counts(families: list[CandidateFamily], querysets: dict[str, Any]) -> dict[str, int]:
+    counts = {"candidate": len(families), **{name: queryset.count() for name, queryset in querysets.items()}}
+    counts["candidate_pairs"] = sum(len(f.candidate_ids) for f in families)
+    return counts
+
+
+def review_queue_counts(*, space_ids: list[int] | None = None) -> dict[str, int]:
+    """How many items each kind of the review queue holds (as ``review_queue`` counts them),
+    without a page of rows: the tabs, refreshed after a decision."""
+    querysets = _queue_querysets(space_ids)
+    return _counts(_families(querysets.pop("candidate")), querysets)
 
 
 def change_kind(*, change_id: int) -> str | None:

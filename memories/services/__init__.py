@@ -39,9 +39,12 @@ from memories.services.merge import (
     memory_summarize,
 )
 from memories.services.portable import (
+    knowledge_change_import,
+    memories_superseded_link,
     memory_contribution_import,
     memory_import,
     merge_candidate_import,
+    type_change_import,
 )
 from memories.services.promote import PromoteError, memory_promote
 from memories.services.recall import SearchOutcome, context_build, memories_read, memories_search
@@ -121,6 +124,9 @@ __all__ = [
     "memory_summarize",
     "memory_upload",
     "merge_candidate_import",
+    "knowledge_change_import",
+    "memories_superseded_link",
+    "type_change_import",
     "tags_normalise",
     "TypeChangeError",
     "memory_type_set",

@@ -1,7 +1,7 @@
 """Writing back what a portable export holds of the memory service
 (docs/operations.md#export-and-import): a memory with its own id, times and vector, a
-contribution, a merge candidate, each stored as the file gives it and keyed so that importing
-it twice changes nothing.
+contribution, a merge candidate, a knowledge change (supersession or conflict) and a type
+decision, each stored as the file gives it and keyed so that importing it twice changes nothing.
 
 The caller has checked and redacted every field (an import redacts as an upload does). There
 is no duplicate check, no classification and no ``memory_added`` event: an import keeps records
@@ -18,7 +18,14 @@ from django.db import transaction
 
 from agents.models import Agent, Space
 from agents.selectors import space_or_shared
-from memories.models import Memory, MemoryContribution, MergeCandidate, Source
+from memories.models import (
+    KnowledgeChange,
+    Memory,
+    MemoryContribution,
+    MergeCandidate,
+    Source,
+    TypeChange,
+)
 from memories.services.inputs import MemoryInputError
 from memories.text import content_hash
 
@@ -50,6 +57,7 @@ def memory_import(
     provenance: dict | None = None,
     redaction_counts: dict | None = None,
     archived_at: datetime | None = None,
+    valid_until: datetime | None = None,
     created_at: datetime,
     updated_at: datetime,
     space: Space | int | None = None,
@@ -66,7 +74,7 @@ def memory_import(
             summary_l0=summary_l0, overview_l1=overview_l1, embedding=embedding,
             content_hash=content_hash(content, context, resolution), merge_pending=merge_pending, agent=agent,
             source=source, provenance=provenance or {}, redaction_counts=redaction_counts or {},
-            archived_at=archived_at,
+            archived_at=archived_at, valid_until=valid_until,
         )
         _times(Memory, memory.pk, created_at=created_at, updated_at=updated_at)
     return True
@@ -139,4 +147,69 @@ def merge_candidate_import(
             status=status, llm_verdict=llm_verdict, decided_by=decided_by[:150], decided_at=decided_at,
         )
         _times(MergeCandidate, row.pk, created_at=created_at)
+    return True
+
+
+def _one_space(*memory_ids: tuple[str, Any]) -> int:
+    """The space of the memories named (field, id), all of which the hub must hold, in one space."""
+    found = {str(pk): space_id for pk, space_id in
+             Memory.objects.filter(pk__in=[pk for _, pk in memory_ids]).values_list("pk", "space_id")}
+    for field, value in memory_ids:
+        if str(value) not in found:
+            raise MemoryInputError(field, _MISSING)
+    if len(set(found.values())) != 1:
+        raise MemoryInputError(memory_ids[-1][0], "the memories are in different spaces")
+    return found[str(memory_ids[0][1])]
+
+
+def memories_superseded_link(*, links: dict[Any, Any]) -> int:
+    """Each memory of ``links`` (superseded, its replacement not set yet) points at the memory
+    that replaced it, when the hub holds that one in the same space. Returns how many now do."""
+    done = 0
+    with transaction.atomic():
+        for old_id, new_id in links.items():
+            space_id = Memory.objects.filter(pk=new_id).values_list("space_id", flat=True).first()
+            if space_id is not None:
+                done += Memory.objects.filter(pk=old_id, space_id=space_id, superseded_by__isnull=True).exclude(
+                    pk=new_id).update(superseded_by_id=new_id)
+    return done
+
+
+def knowledge_change_import(
+    *, old_id: Any, new_id: Any, kind: str, state: str, order: str = "", evidence: str = "", similarity: float,
+    decided_by: str = "", decided_at: datetime | None = None, undone_by: str = "", undone_at: datetime | None = None,
+    reviewed_by: str = "", reviewed_at: datetime | None = None, created_at: datetime,
+) -> bool:
+    """Store a supersession or conflict between two memories the hub holds, as the file decided
+    it (the memories' own status, ``superseded_by`` included, came with them); False when that pair
+    has a change here. Raises ``MemoryInputError`` naming the field whose memory is not in the hub."""
+    with transaction.atomic():
+        space_id = _one_space(("old", old_id), ("new", new_id))
+        # Keyed by the pair, as the table is (a pair has one row, whatever happened to it).
+        if KnowledgeChange.objects.filter(old_id=old_id, new_id=new_id).exists():
+            return False
+        row = KnowledgeChange.objects.create(
+            space_id=space_id, old_id=old_id, new_id=new_id, kind=kind, state=state, order=order[:10],
+            evidence=evidence, similarity=similarity, decided_by=decided_by[:150], decided_at=decided_at,
+            undone_by=undone_by[:150], undone_at=undone_at, reviewed_by=reviewed_by[:150], reviewed_at=reviewed_at)
+        _times(KnowledgeChange, row.pk, created_at=created_at)
+    return True
+
+
+def type_change_import(
+    *, memory_id: Any, state: str, chosen: str, runner_up: str = "", margin: float | None = None,
+    memory_type: str = "", decided_by: str = "", decided_at: datetime | None = None, undone_by: str = "",
+    undone_at: datetime | None = None, created_at: datetime,
+) -> bool:
+    """Store a type review or decision of a memory the hub holds; False when that memory has one
+    made at that time here. Raises ``MemoryInputError`` (field ``memory``) when it is not."""
+    with transaction.atomic():
+        space_id = _one_space(("memory", memory_id))
+        if TypeChange.objects.filter(memory_id=memory_id, created_at=created_at).exists():
+            return False
+        row = TypeChange.objects.create(
+            space_id=space_id, memory_id=memory_id, state=state, chosen=chosen, runner_up=runner_up, margin=margin,
+            memory_type=memory_type, decided_by=decided_by[:150], decided_at=decided_at, undone_by=undone_by[:150],
+            undone_at=undone_at)
+        _times(TypeChange, row.pk, created_at=created_at)
     return True

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from core.errors import INVALID, NOT_FOUND, ApplicationError
@@ -25,6 +26,7 @@ from memories.models import (
     ChangeState,
     KnowledgeChange,
     Memory,
+    MemoryContribution,
     MergeCandidate,
     Status,
 )
@@ -60,11 +62,16 @@ def changes_check(*, memory: Memory, neighbours: Iterable[Any]) -> ChangesFound:
     superseded: list[KnowledgeChange] = []
     conflicts: list[KnowledgeChange] = []
     body = _body(memory)
-    for neighbour in sorted(neighbours, key=lambda row: -row.similarity):
-        if neighbour.pk == memory.pk or getattr(neighbour, "exact", False):
-            continue
+    rows = [row for row in sorted(neighbours, key=lambda row: -row.similarity)
+            if row.pk != memory.pk and not getattr(row, "exact", False)]
+    confirmed = last_confirmed([row for row in rows if row.similarity >= limits.soft])
+    now = memory.created_at or timezone.now()
+    for neighbour in rows:
+        seen = confirmed.get(neighbour.pk)
         verdict = change_decide(old=_body(neighbour), new=body, related=neighbour.similarity >= limits.cluster,
-                                close=neighbour.similarity >= limits.soft)
+                                close=neighbour.similarity >= limits.soft,
+                                apart_days=(now - seen).total_seconds() / 86400 if seen else None,
+                                old_content=neighbour.content, new_content=memory.content)
         if verdict.kind == SUPERSEDES and not superseded:
             superseded.append(memory_supersede(old_id=neighbour.pk, new_id=memory.pk, decided_by=HUB,
                                                order=verdict.order, evidence=verdict.evidence,
@@ -74,6 +81,19 @@ def changes_check(*, memory: Memory, neighbours: Iterable[Any]) -> ChangesFound:
                                             state=ChangeState.OPEN, evidence=verdict.evidence,
                                             similarity=neighbour.similarity))
     return ChangesFound(superseded, conflicts)
+
+
+def last_confirmed(memories: Iterable[Any]) -> dict[Any, Any]:
+    """When each memory's statement was last made: its creation, or the latest upload merged into
+    it (an agent restating it confirms it). For the ``later`` order of a supersession."""
+    rows = list(memories)
+    seen = {row.pk: row.created_at for row in rows}
+    if seen:
+        for memory_id, latest in (MemoryContribution.objects.filter(memory_id__in=list(seen))
+                                  .values("memory_id").annotate(latest=Max("created_at"))
+                                  .values_list("memory_id", "latest")):
+            seen[memory_id] = max(seen[memory_id], latest)
+    return seen
 
 
 def _change_record(*, old_id: Any, new_id: Any, kind: str, state: str, similarity: float, evidence: str = "",

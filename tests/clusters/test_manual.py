@@ -255,3 +255,41 @@ def test_merging_a_suggestion_folds_the_smaller_cluster_into_the_larger(settings
     assert not ClusterSuggestion.objects.exists()  # the folded cluster's suggestions went with it
     assert _members(_cluster_of(b[0])) == {str(m.pk) for m in a + b}
     _exact_everywhere()
+
+
+def test_undoing_a_merge_gives_the_folded_in_clusters_skill_versions_their_cluster_back(settings):
+    a, b = _two_clusters(settings)
+    first, second = _cluster_of(a[0]), _cluster_of(b[0])
+    skill = _skill_on(first, [m.pk for m in a], slug="compose")
+    older = SkillVersion.objects.create(skill=skill, version=0, body="b0", memory_ids=[a[0].pk], cluster_id=first,
+                                        status="superseded")
+    SkillVersion.objects.filter(skill=skill).update(cluster_id=first)
+    theirs = _skill_on(second, [m.pk for m in b], slug="startup")
+    SkillVersion.objects.filter(skill=theirs).update(cluster_id=second)
+
+    change = manual.clusters_merge(into=second, other=first, user="carol")
+    # The folded-in cluster is gone: its versions name the cluster holding their memories now, not nothing.
+    assert set(SkillVersion.objects.filter(skill=skill).values_list("cluster_id", flat=True)) == {second}
+    change.refresh_from_db()
+    assert sorted(change.skill_version_ids) == sorted(SkillVersion.objects.filter(skill=skill).values_list("pk", flat=True))
+    assert older.pk in change.skill_version_ids
+    changes.cluster_change_undo(change_id=change.pk, user="dave")
+    assert set(SkillVersion.objects.filter(skill=skill).values_list("cluster_id", flat=True)) == {first}
+    assert set(SkillVersion.objects.filter(skill=theirs).values_list("cluster_id", flat=True)) == {second}
+    assert KnowledgeCluster.objects.get(pk=first).skill_id == skill.pk
+    assert "compose" not in KnowledgeCluster.objects.get(pk=second).superseded_skill_slugs
+    assert KnowledgeCluster.objects.get(pk=second).skill_id == theirs.pk
+
+
+def test_undoing_a_move_that_emptied_a_cluster_gives_its_skill_versions_their_cluster_back(settings):
+    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.95
+    group = [make(at(i)) for i in range(3)]
+    lone = make(at(40))
+    home, alone = _cluster_of(group[0]), _cluster_of(lone)
+    skill = _skill_on(alone, [lone.pk], slug="lone")
+    SkillVersion.objects.filter(skill=skill).update(cluster_id=alone)
+    change = manual.cluster_member_move(memory_id=lone.pk, to_cluster_id=home, user="carol")
+    assert not KnowledgeCluster.objects.filter(pk=alone).exists()
+    assert SkillVersion.objects.get(skill=skill).cluster_id == home
+    changes.cluster_change_undo(change_id=change.pk, user="carol")
+    assert SkillVersion.objects.get(skill=skill).cluster_id == alone

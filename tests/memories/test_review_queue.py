@@ -189,3 +189,23 @@ def test_rows_of_another_space_cannot_be_decided_and_are_not_told_apart(apart, q
                          HTTP_HX_TARGET="family-1")
     assert response.content == missing.content and b"no longer exists" in response.content
     assert MergeCandidate.objects.filter(status=CandidateStatus.OPEN).count() == 4
+
+
+def test_the_tabs_fetch_their_counts_again_after_a_decision_taken_in_place(apart, quinn):
+    _, pairs = _family(apart)
+    change = _supersession()
+    queue = reverse("admin:memories_memory_queue")
+    page = quinn.get(queue, {"kind": "supersession"}).content.decode()
+    # The tabs listen for the decision's event and fetch themselves again (with the page's own filter).
+    block = re.search(r'<div id="queue-counts" hx-get="([^"]+)" hx-trigger="merge-reviewed from:body"', page)
+    assert block, page[:2000]
+    url = block.group(1).replace("&amp;", "&")
+    assert url.startswith(queue + "?") and "kind=supersession" in url and "part=counts" in url
+    before = quinn.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert before.lstrip().startswith('<div id="queue-counts"')  # the block alone, to swap in place
+    assert "Supersessions (1)" in before and "Review queue (1)" in before and "<table" not in before
+    response = quinn.post(reverse("admin:memories_memory_queue_decide"), {"action": "accept", "items": [f"change:{change.pk}"]},
+                          HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"change-{change.pk}")
+    assert response["HX-Trigger"] == "merge-reviewed"
+    after = quinn.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "Supersessions (0)" in after and "Review queue (0)" in after and "Merge candidates (1: 4 pairs)" in after

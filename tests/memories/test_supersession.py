@@ -85,14 +85,83 @@ def test_a_version_raised_on_a_shared_name_orders_the_pair_and_a_port_does_not()
     assert (verdict.kind, verdict.order) == ("supersedes", "version")
 
 
+@pytest.mark.parametrize(("old", "new", "replaced"), [
+    ("The backup job runs at 02:00 UTC.", "The backup job runs at 04:15 UTC.", "02:00 → 04:15"),
+    ("Deploy notifications go to #deploys in Slack.", "Deploy notifications go to #release-train in Slack.",
+     "deploys → release-train"),
+    ("The search index is rebuilt every Sunday.", "The search index is rebuilt nightly; a full rebuild takes an hour.",
+     "every sunday → nightly"),
+    ("The docs site is hosted on Netlify.", "The docs site is hosted on Cloudflare Pages (project docs-web).",
+     "netlify → cloudflare pages"),
+    ("构建缓存保存在 NFS 上。", "构建缓存保存在 S3 上。", "nfs → s3"),
+])
+def test_one_value_replaced_in_the_same_statement_is_a_slot_change(old, new, replaced):
+    from memories.judgements.supersede import slot_change
+
+    assert slot_change(old, new) == replaced
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("Use pnpm for the web app.", "Use npm for the docs site."),  # two spans
+    ("Run the smoke tests for the web app.", "Run the smoke tests for the admin app."),  # where it applies
+    ("API pods request 500m CPU.", "Worker pods request 1 CPU."),  # another subject
+    ("The queue holds 3 primary shards.", "The queue holds 2 replicas."),  # a count of something else
+    ("Enable gzip on the edge proxy.", "Enable gzip with level 6 and a 1 KB minimum."),  # another complement
+    ("The migration fails on the first run.", "The migration failed on the first run."),  # inflection
+    ("Redis is the cache.", "Memcached is the cache."),  # the subject itself changed
+    ("发布前要做回归测试。", "发布前在预发环境按清单做回归测试。"),  # Chinese words: no spaces to tell a value's end
+])
+def test_other_subjects_scopes_and_rewordings_are_not_slot_changes(old, new):
+    from memories.judgements.supersede import slot_change
+
+    assert slot_change(old, new) is None
+
+
+def test_a_restated_value_supersedes_by_time_only_when_weeks_apart():
+    from datetime import timedelta
+
+    from django.test import override_settings
+    from django.utils import timezone
+
+    old = _upload({"content": "The nightly invoice export starts at 01:00 UTC.", "context": "billing platform"})
+    Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=40))
+    result = memory_upload(content="The nightly invoice export starts at 03:30 UTC.", context="billing platform")
+    assert [c.old_id for c in result.superseded] == [old.pk] and result.superseded[0].order == "later"
+    assert "01:00 → 03:30" in result.superseded[0].evidence
+
+    # Restated by an upload merged into it last week: confirmed recently, so the pair is a conflict.
+    second = _upload({"content": "Staging deploys are frozen on Fridays.", "context": "release process"})
+    Memory.objects.filter(pk=second.pk).update(created_at=timezone.now() - timedelta(days=60))
+    memory_upload(content="Staging deploys are frozen on Fridays.", context="release process")
+    changed = memory_upload(content="Staging deploys are frozen on Thursdays.", context="release process")
+    assert changed.superseded == [] and [c.old_id for c in changed.conflicts] == [second.pk]
+
+    with override_settings(ULTRON_SUPERSEDE_AFTER_DAYS=0):  # never by time alone
+        third = _upload({"content": "Error budgets reset on the 1st of each month.", "context": "SRE policy"})
+        Memory.objects.filter(pk=third.pk).update(created_at=timezone.now() - timedelta(days=90))
+        again = memory_upload(content="Error budgets reset on the 15th of each month.", context="SRE policy")
+        assert again.superseded == []
+
+
 def test_the_judgement_on_the_held_out_pairs_decides_alone_only_when_right():
-    """The labelled pairs the rules were not written from (bench/updates.py prints the rest)."""
+    """The held-out half (its misses were read for the second round of rules; the blind set below is the unseen one)."""
     from bench.updates import figures, judge
 
     rows = judge([row for row in PAIRS.values() if row["set"] == "heldout"])
     found = figures(rows)
     assert found["precision"] >= 0.97, found
     assert found["recall"] >= 0.5, found
+
+
+def test_on_the_pairs_written_blind_the_hub_never_guesses_a_conflict_and_rarely_a_supersession():
+    """The set written without sight of the rules (bench/README: its recall is low; what matters
+    here is that doubt goes to a curator)."""
+    from bench.updates import FRESH, figures, judge
+
+    rows = judge([json.loads(line) for line in FRESH.read_text().splitlines() if line.strip()])
+    found = figures(rows)
+    assert not [r["id"] for r in rows if r["label"] == "conflict" and r["verdict"] == "supersedes"]
+    assert found["precision"] >= 0.95, found
 
 
 def test_the_api_serves_current_knowledge_and_history_on_request(api):

@@ -11,9 +11,16 @@ from typing import Any
 import numpy as np
 
 from agents.services import agent_create
-from clusters.models import ClusterMember, KnowledgeCluster, Skill, SkillVersion
+from clusters.models import (
+    ClusterChange,
+    ClusterMember,
+    ClusterSuggestion,
+    KnowledgeCluster,
+    Skill,
+    SkillVersion,
+)
 from clusters.services import cluster_crystallize
-from memories.models import Memory, MemoryContribution, MergeCandidate
+from memories.models import KnowledgeChange, Memory, MemoryContribution, MergeCandidate, TypeChange
 from memories.services import memory_archive, memory_upload
 
 STARTUP = [
@@ -53,6 +60,36 @@ def populate(settings: Any) -> dict:
     return {"agents": (alice, bob), "skill": version.skill}
 
 
+def populate_decisions() -> dict:
+    """On a populated hub, the decisions a review queue and a history hold, each through its
+    service: a supersession, a type decision, a curator's cluster split, then a merge folding the
+    skill's cluster into the one the split made (it is gone; its skill versions name the
+    survivor), and an open merge suggestion. Returns the merge (a ClusterChange)."""
+    from clusters.services import cluster_split, clusters_merge
+    from clusters.services.suggestions import cluster_suggestions_record
+    from memories.services import memory_supersede
+    from memories.services.types import memory_types_set
+
+    pip = Memory.objects.filter(content__startswith="pip install fails inside", status="active").get()
+    newer = memory_upload(content="pip install inside Docker works again since the runner has a proxy",
+                          resolution="set HTTPS_PROXY in the build args").memory
+    memory_supersede(old_id=pip.pk, new_id=newer.pk, decided_by="quinn", evidence="now works with a proxy")
+    memory_types_set(memory_ids=[newer.pk], memory_type="pattern", user="quinn")
+    big = KnowledgeCluster.objects.order_by("-member_count", "pk").first()
+    assert SkillVersion.objects.filter(cluster=big).exists()  # the skill was crystallized from it
+    members = list(ClusterMember.objects.filter(cluster=big).order_by("memory_id").values_list("memory_id", flat=True))
+    split = cluster_split(cluster_id=big.pk, memory_ids=[str(members[0])], user="quinn")
+    # The skill's cluster folds into the one the split made: it is gone, its versions name the survivor.
+    merge = clusters_merge(into=split.to_cluster_id, other=big.pk, user="quinn")
+    assert merge.skill_version_ids
+    other = KnowledgeCluster.objects.exclude(pk=split.to_cluster_id).order_by("pk").first()
+    cluster_suggestions_record(pairs=[(0.7, split.to_cluster_id, other.pk)], scanned=[],
+                               space_of={split.to_cluster_id: other.space_id})
+    assert ClusterSuggestion.objects.count() == 1 and ClusterChange.objects.count() == 2
+    assert KnowledgeChange.objects.filter(old=pip, new=newer, state="done").exists() and TypeChange.objects.exists()
+    return {"merge": merge}
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
@@ -83,6 +120,11 @@ def knowledge_rows() -> dict[str, Any]:
 
     slugs = dict(Skill.objects.values_list("pk", "slug"))
     versions = dict(SkillVersion.objects.values_list("pk", "version"))
+    version_keys = {pk: (slug, number) for pk, slug, number in SkillVersion.objects.values_list("pk", "skill__slug", "version")}
+    existing = set(KnowledgeCluster.objects.values_list("pk", flat=True))
+
+    def existing_key(cluster_id: int) -> Any:
+        return cluster_key(cluster_id) if cluster_id in existing else "gone"  # a cluster a merge folded in
     clusters = {}
     for row in _rows(KnowledgeCluster):
         row["skill_id"] = slugs.get(row["skill_id"])
@@ -101,12 +143,21 @@ def knowledge_rows() -> dict[str, Any]:
                    for row in _rows(Skill, drop=("id",))},
         "versions": {(slugs[row.pop("skill_id")], row["version"]): {**row, "cluster_id": cluster_key(row["cluster_id"])}
                      for row in _rows(SkillVersion, drop=("id",))},
+        "changes": {(str(row["old_id"]), str(row["new_id"])): row for row in _rows(KnowledgeChange, drop=("id",))},
+        "type_changes": sorted(_rows(TypeChange, drop=("id",)), key=lambda r: (str(r["memory_id"]), r["created_at"])),
+        "cluster_changes": [{**row, "from_cluster_id": existing_key(row["from_cluster_id"]),
+                             "to_cluster_id": existing_key(row["to_cluster_id"]),
+                             "skill_version_ids": sorted(version_keys[pk] for pk in row["skill_version_ids"])}
+                            for row in _rows(ClusterChange, drop=("id",))],
+        "suggestions": {(cluster_key(row.pop("first_id")), cluster_key(row.pop("second_id"))): row
+                        for row in _rows(ClusterSuggestion, drop=("id",))},
     }
     return out
 
 
 def knowledge_wipe() -> None:
     """Empty the knowledge tables (agents stay), as a hub before an import."""
+    ClusterChange.objects.all().delete()  # names clusters by number, not by key: nothing cascades to it
     Skill.objects.update(current_version=None)
     SkillVersion.objects.all().delete()
     Skill.objects.all().delete()

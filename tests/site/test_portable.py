@@ -50,8 +50,8 @@ def test_export_then_import_into_an_emptied_hub_restores_every_row_and_a_second_
     populate(settings)
     before = knowledge_rows()
     lines = _export(tmp_path / "hub.jsonl")
-    assert lines[0]["kind"] == "header" and lines[0]["version"] == 1 and lines[-1]["kind"] == "end"
-    assert {line["kind"] for line in lines[1:-1]} == {"memory", "contribution", "candidate", "cluster", "skill"}
+    assert lines[0]["kind"] == "header" and lines[0]["version"] == 2 and lines[-1]["kind"] == "end"
+    assert {line["kind"] for line in lines[1:-1]} == {"memory", "contribution", "candidate", "change", "cluster", "skill"}
     assert (tmp_path / "hub.jsonl").stat().st_mode & 0o077 == 0
 
     knowledge_wipe()
@@ -66,7 +66,7 @@ def test_export_then_import_into_an_emptied_hub_restores_every_row_and_a_second_
         assert len(after[table]) == len(before[table]), table
 
     second = _import(tmp_path / "hub.jsonl")
-    for kind in ("memory", "contribution", "candidate", "cluster", "skill"):
+    for kind in ("memory", "contribution", "candidate", "change", "cluster", "skill"):
         assert f"{kind}: 0 added" in second
     assert knowledge_rows() == before
     assert "re-embedded" not in first + second  # same embedding space: the vectors were used as they are
@@ -109,7 +109,9 @@ def test_bad_lines_are_reported_by_number_and_every_other_line_is_stored(setting
     assert stored == {str(pk) for pk in before["memories"]} - lost
     # Lines that name a memory the file failed to give are reported too, by their own numbers.
     dependent = [i for i, line in enumerate(lines)
-                 if line["kind"] in ("contribution", "candidate") and {line["memory"], line.get("duplicate_of")} & lost]
+                 if line["kind"] in ("contribution", "candidate", "type_change")
+                 and {line["memory"], line.get("duplicate_of")} & lost
+                 or line["kind"] == "change" and {line["old"], line["new"]} & lost]
     for i in dependent:
         assert f"line {i + 1}: {lines[i]['kind']}: " in reported and "is neither in the hub nor earlier" in reported
     assert reported.count("\n") == 3 + len(dependent)
@@ -247,3 +249,56 @@ def test_members_whose_memories_come_in_a_later_file_complete_their_cluster_with
         vectors = [vectors_of[memory_id] for memory_id in key]
         assert np.allclose(np.asarray(cluster["centroid"]), np.sum(vectors, axis=0), atol=1e-5)
         assert np.allclose(np.asarray(cluster["centroid"]), np.asarray(before["clusters"][key]["centroid"]), atol=1e-5)
+
+
+def test_the_decision_records_go_out_and_come_back_so_the_queue_and_undo_work_in_the_new_hub(settings, tmp_path):
+    from clusters.models import ClusterChange, ClusterSuggestion, SkillVersion
+    from clusters.services import cluster_change_undo
+    from memories.models import KnowledgeChange, TypeChange
+    from memories.selectors.review import review_queue_counts
+    from tests.site.hub_rows import populate_decisions
+
+    populate(settings)
+    merge = populate_decisions()["merge"]
+    before, queue = knowledge_rows(), review_queue_counts()
+    lines = _export(tmp_path / "hub.jsonl")
+    assert lines[0]["version"] == 2
+    kinds = [line["kind"] for line in lines[1:-1]]
+    for kind, model in (("change", KnowledgeChange), ("type_change", TypeChange), ("cluster_change", ClusterChange),
+                        ("cluster_suggestion", ClusterSuggestion)):
+        assert kinds.count(kind) == model.objects.count() == lines[0]["counts"][kind] > 0, kind
+    # Every line refers only to lines before it: changes after memories, cluster records after clusters and skills.
+    assert kinds.index("change") > max(i for i, k in enumerate(kinds) if k == "memory")
+    assert kinds.index("cluster_change") > max(i for i, k in enumerate(kinds) if k == "skill")
+    folded = next(line for line in lines if line["kind"] == "cluster_change" and line["change_kind"] == "merge")
+    assert folded["from_cluster"] == merge.from_cluster_id and folded["skill_versions"]
+    assert not any(line["kind"] == "cluster" and line["id"] == merge.from_cluster_id for line in lines)
+
+    knowledge_wipe()
+    assert not (KnowledgeChange.objects.exists() or TypeChange.objects.exists() or ClusterChange.objects.exists()
+                or ClusterSuggestion.objects.exists())
+    first = _import(tmp_path / "hub.jsonl")
+    for kind in ("change", "type_change", "cluster_change", "cluster_suggestion"):
+        assert f"{kind}: {kinds.count(kind)} added, 0 already there" in first, first
+    after = knowledge_rows()
+    for table in ("memories", "changes", "type_changes", "cluster_changes", "suggestions", "versions"):
+        assert after[table] == before[table], table
+    assert review_queue_counts() == queue  # the review queue holds what it held
+    second = _import(tmp_path / "hub.jsonl")
+    for kind in ("change", "type_change", "cluster_change", "cluster_suggestion"):
+        assert f"{kind}: 0 added, {kinds.count(kind)} already there" in second
+    assert knowledge_rows() == after
+
+    # Undo works in the new hub: the folded-in cluster is made again under the id drawn for it, with
+    # its members, and its skill versions name it again.
+    imported = ClusterChange.objects.get(kind="merge")
+    assert not KnowledgeCluster.objects.filter(pk=imported.from_cluster_id).exists()
+    assert imported.from_cluster_id != merge.from_cluster_id  # drawn from this hub's sequence: no cluster has it
+    cluster_change_undo(change_id=imported.pk, user="quinn")
+    restored = KnowledgeCluster.objects.get(pk=imported.from_cluster_id)
+    assert {str(m) for m in ClusterMember.objects.filter(cluster=restored).values_list("memory_id", flat=True)} == {
+        str(m) for m in imported.memory_ids}
+    assert set(SkillVersion.objects.filter(pk__in=imported.skill_version_ids).values_list("cluster_id", flat=True)) == {
+        restored.pk}
+    assert KnowledgeCluster.objects.create(space_id=restored.space_id, centroid=[0.0] * len(restored.centroid)).pk > max(
+        restored.pk, imported.to_cluster_id)

@@ -25,7 +25,9 @@ from memories.services import memory_upload
 pytestmark = pytest.mark.django_db
 
 PUBLIC = {"health"}
-SAMPLE_ARGS = {"uuid": lambda: str(uuid.uuid4()), "int": lambda: "1", "str": lambda: "some-skill",
+# A fixed id: parallel test workers must collect the same test names.
+SAMPLE_UUID = str(uuid.uuid5(uuid.NAMESPACE_URL, "ultron-hub-test"))
+SAMPLE_ARGS = {"uuid": lambda: SAMPLE_UUID, "int": lambda: "1", "str": lambda: "some-skill",
                "path": lambda: "x", "slug": lambda: "some-skill"}
 METHODS = ("get", "post", "put", "patch", "delete")
 

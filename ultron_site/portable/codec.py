@@ -14,12 +14,23 @@ from typing import Any
 
 import numpy as np
 
-from clusters.models import SkillStatus
-from memories.models import CandidateStatus, MemoryType, Source, Status, Tier
+from clusters.models import ClusterChangeKind, SkillStatus, SuggestionStatus
+from memories.models import (
+    CandidateStatus,
+    ChangeKind,
+    ChangeState,
+    MemoryType,
+    Source,
+    Status,
+    Tier,
+)
 
 FORMAT = "ultron-hub-portable"
-VERSION = 1
-KINDS = ("memory", "contribution", "candidate", "cluster", "skill")
+# 2: the decision records (knowledge changes, type decisions, cluster changes, merge suggestions).
+# A version 1 file is read as it always was.
+VERSION = 2
+KINDS = ("memory", "contribution", "candidate", "change", "type_change", "cluster", "skill", "cluster_change",
+         "cluster_suggestion")
 
 
 class LineError(ValueError):
@@ -147,6 +158,12 @@ def _versions(value: Any) -> list[dict]:
     return [_fields(VERSION_FIELDS, item, "versions[]") for item in value]
 
 
+def _version_refs(value: Any) -> list[dict]:
+    if not isinstance(value, list):
+        raise LineError("must be a list of skill versions")
+    return [_fields(VERSION_REF, item, "skill_versions[]") for item in value]
+
+
 _VECTOR = _text  # decoded later, against the header's dimension
 def _SLUG(value: Any) -> str:  # noqa: N802 - named like the other field checks
     """A skill's slug: 1 to 50 characters, the column's width (a longer one would be stored cut,
@@ -166,6 +183,7 @@ MEMORY = {
     "source": (_choice(*Source.values), False), "provenance": (_object, False),
     "redaction_counts": (_object, False), "archived_at": (_optional(_time), False),
     "created_at": (_time, True), "updated_at": (_time, True), "embedding": (_VECTOR, True),
+    "superseded_by": (_optional(_uuid), False), "valid_until": (_optional(_time), False),
 }
 CONTRIBUTION = {
     "memory": (_uuid, True), "agent": (_optional(_text), False), "content": (_text, True),
@@ -203,7 +221,38 @@ SKILL = {
     "provenance": (_object, False),
     "created_at": (_time, True), "updated_at": (_time, True), "versions": (_versions, False),
 }
-SPECS = {"memory": MEMORY, "contribution": CONTRIBUTION, "candidate": CANDIDATE, "cluster": CLUSTER, "skill": SKILL}
+_DECIDED = {"decided_by": (_text, False), "decided_at": (_optional(_time), False), "undone_by": (_text, False),
+            "undone_at": (_optional(_time), False), "created_at": (_time, True)}
+# A supersession or conflict between two memories (``change_kind``: the line's ``kind`` is taken).
+CHANGE = {
+    "old": (_uuid, True), "new": (_uuid, True), "change_kind": (_choice(*ChangeKind.values), True),
+    "state": (_choice(*ChangeState.values), True), "order": (_text, False), "evidence": (_text, False),
+    "similarity": (_number, True), "reviewed_by": (_text, False), "reviewed_at": (_optional(_time), False),
+    **_DECIDED,
+}
+_TYPES = _choice(*MemoryType.values)
+TYPE_CHANGE = {
+    "memory": (_uuid, True), "state": (_choice(*ChangeState.values), True), "chosen": (_TYPES, True),
+    "runner_up": (_optional(_choice("", *MemoryType.values)), False), "margin": (_optional(_number), False),
+    "memory_type": (_optional(_choice("", *MemoryType.values)), False), **_DECIDED,
+}
+VERSION_REF = {"skill": (_SLUG, True), "version": (_count, True)}
+# Clusters by the numbers of the file's cluster lines; one no line has was folded in by a merge.
+CLUSTER_CHANGE = {
+    "change_kind": (_choice(*ClusterChangeKind.values), True), "from_cluster": (_count, True),
+    "to_cluster": (_count, True), "from_topic": (_text, False), "to_topic": (_text, False),
+    "memory_ids": (_uuids, True), "similarity": (_optional(_number), False), "skill_versions": (_version_refs, False),
+    **{**_DECIDED, "decided_by": (_text, True)},
+}
+CLUSTER_SUGGESTION = {
+    "first": (_count, True), "second": (_count, True), "similarity": (_number, True),
+    "shared_words": (_strings, False), "pairs": (_list, False), "status": (_choice(*SuggestionStatus.values), True),
+    "decided_by": (_text, False), "decided_at": (_optional(_time), False), "created_at": (_time, True),
+    "updated_at": (_time, True),
+}
+SPECS = {"memory": MEMORY, "contribution": CONTRIBUTION, "candidate": CANDIDATE, "change": CHANGE,
+         "type_change": TYPE_CHANGE, "cluster": CLUSTER, "skill": SKILL, "cluster_change": CLUSTER_CHANGE,
+         "cluster_suggestion": CLUSTER_SUGGESTION}
 
 
 def _fields(spec: dict, data: Any, where: str = "") -> dict:

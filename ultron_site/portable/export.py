@@ -1,5 +1,6 @@
-"""Writing the portable export: a header, then memories, contributions, clusters (with their
-members) and skills (with their versions), one JSON object a line, then an end line.
+"""Writing the portable export: a header, then memories, contributions, merge candidates,
+knowledge changes, type decisions, clusters (with their members), skills (with their versions),
+cluster changes and merge suggestions, one JSON object a line, then an end line.
 
 The export reads one snapshot (a repeatable-read, read-only transaction): what it writes is
 the hub at one moment, however long it takes, while uploads go on."""
@@ -15,15 +16,30 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from clusters.models import ClusterMember, KnowledgeCluster, Skill
-from memories.models import EmbeddingSpace, Memory, MemoryContribution, MergeCandidate
+from clusters.models import (
+    ClusterChange,
+    ClusterMember,
+    ClusterSuggestion,
+    KnowledgeCluster,
+    Skill,
+    SkillVersion,
+)
+from memories.models import (
+    EmbeddingSpace,
+    KnowledgeChange,
+    Memory,
+    MemoryContribution,
+    MergeCandidate,
+    TypeChange,
+)
 from ultron_site.portable.codec import FORMAT, VERSION, time_encode, vector_encode
 
 CHUNK = 500
 
 _MEMORY_FIELDS = ("id", "content", "context", "resolution", "tags", "memory_type", "tier", "status", "hit_count",
                   "last_hit_at", "summary_l0", "overview_l1", "merge_pending", "agent__name", "source", "provenance",
-                  "redaction_counts", "archived_at", "created_at", "updated_at", "embedding")
+                  "redaction_counts", "archived_at", "created_at", "updated_at", "embedding", "superseded_by_id",
+                  "valid_until")
 _CONTRIBUTION_FIELDS = ("memory_id", "agent__name", "content", "context", "resolution", "tags", "similarity",
                         "match_reason", "redaction_counts", "source", "provenance", "created_at", "merged_at")
 _CANDIDATE_FIELDS = ("memory_id", "duplicate_of_id", "similarity", "conflicts", "status", "llm_verdict", "decided_by",
@@ -33,7 +49,18 @@ _CLUSTER_FIELDS = ("id", "topic", "centroid", "member_count", "skill__slug", "su
                    "last_crystallization_reason", "labelled_member_count", "created_at", "updated_at")
 _VERSION_FIELDS = ("version", "name", "description", "body", "memory_ids", "cluster_id", "quality", "verification",
                    "score", "status", "reason", "author", "created_at")
-_RENAMED = {"agent__name": "agent", "memory_id": "memory", "duplicate_of_id": "duplicate_of", "skill__slug": "skill", "cluster_id": "cluster"}
+_CHANGE_FIELDS = ("old_id", "new_id", "kind", "state", "order", "evidence", "similarity", "decided_by", "decided_at",
+                  "undone_by", "undone_at", "reviewed_by", "reviewed_at", "created_at")
+_TYPE_CHANGE_FIELDS = ("memory_id", "state", "chosen", "runner_up", "margin", "memory_type", "decided_by",
+                       "decided_at", "undone_by", "undone_at", "created_at")
+_CLUSTER_CHANGE_FIELDS = ("kind", "from_cluster_id", "to_cluster_id", "from_topic", "to_topic", "memory_ids",
+                          "similarity", "decided_by", "skill_version_ids", "undone_by", "undone_at", "created_at")
+_SUGGESTION_FIELDS = ("first_id", "second_id", "similarity", "shared_words", "pairs", "status", "decided_by",
+                      "decided_at", "created_at", "updated_at")
+_RENAMED = {"agent__name": "agent", "memory_id": "memory", "duplicate_of_id": "duplicate_of", "skill__slug": "skill",
+            "cluster_id": "cluster", "old_id": "old", "new_id": "new", "kind": "change_kind",
+            "from_cluster_id": "from_cluster", "to_cluster_id": "to_cluster", "first_id": "first",
+            "second_id": "second", "superseded_by_id": "superseded_by"}
 
 
 def _plain(row: dict) -> dict:
@@ -44,7 +71,8 @@ def _plain(row: dict) -> dict:
             value = vector_encode(value)
         elif hasattr(value, "isoformat"):
             value = time_encode(value)
-        elif key in ("id", "memory_id", "duplicate_of_id") and not isinstance(value, int):
+        elif key in ("id", "memory_id", "duplicate_of_id", "old_id", "new_id", "superseded_by_id") and value is not None \
+                and not isinstance(value, int):
             value = str(value)
         elif key == "memory_ids":
             value = [str(v) for v in value]
@@ -62,8 +90,10 @@ def _space() -> dict | None:
 
 def _counts() -> dict[str, int]:
     return {"memory": Memory.objects.count(), "contribution": MemoryContribution.objects.count(),
-            "candidate": MergeCandidate.objects.count(), "cluster": KnowledgeCluster.objects.count(),
-            "skill": Skill.objects.count()}
+            "candidate": MergeCandidate.objects.count(), "change": KnowledgeChange.objects.count(),
+            "type_change": TypeChange.objects.count(), "cluster": KnowledgeCluster.objects.count(),
+            "skill": Skill.objects.count(), "cluster_change": ClusterChange.objects.count(),
+            "cluster_suggestion": ClusterSuggestion.objects.count()}
 
 
 def _memories() -> Iterator[dict]:
@@ -80,6 +110,33 @@ def _contributions() -> Iterator[dict]:
 def _candidates() -> Iterator[dict]:
     for row in MergeCandidate.objects.order_by("created_at", "pk").values(*_CANDIDATE_FIELDS).iterator(chunk_size=CHUNK):
         yield {"kind": "candidate", **_plain(row)}
+
+
+def _rows(model: Any, kind: str, fields: tuple[str, ...]) -> Iterator[dict]:
+    for row in model.objects.order_by("created_at", "pk").values(*fields).iterator(chunk_size=CHUNK):
+        yield {"kind": kind, **_plain(row)}
+
+
+def _changes() -> Iterator[dict]:
+    return _rows(KnowledgeChange, "change", _CHANGE_FIELDS)
+
+
+def _type_changes() -> Iterator[dict]:
+    return _rows(TypeChange, "type_change", _TYPE_CHANGE_FIELDS)
+
+
+def _cluster_changes() -> Iterator[dict]:
+    """In id order (undo reads a later change as one with a higher id); the skill versions a change
+    re-pointed by their skill's slug and number."""
+    versions = {pk: {"skill": slug, "version": number} for pk, slug, number in
+                SkillVersion.objects.values_list("pk", "skill__slug", "version")}
+    for row in ClusterChange.objects.order_by("pk").values(*_CLUSTER_CHANGE_FIELDS).iterator(chunk_size=CHUNK):
+        refs = [versions[pk] for pk in row.pop("skill_version_ids") if pk in versions]
+        yield {"kind": "cluster_change", **_plain(row), "skill_versions": refs}
+
+
+def _suggestions() -> Iterator[dict]:
+    return _rows(ClusterSuggestion, "cluster_suggestion", _SUGGESTION_FIELDS)
 
 
 def _members() -> Iterator[tuple[int, dict]]:
@@ -136,7 +193,8 @@ def records() -> Iterator[dict]:
         counts = _counts()
         yield {"kind": "header", "format": FORMAT, "version": VERSION, "exported_at": time_encode(timezone.now()),
                "embedding_space": _space(), "counts": counts}
-        for part in (_memories, _contributions, _candidates, _clusters, _skills):
+        for part in (_memories, _contributions, _candidates, _changes, _type_changes, _clusters, _skills,
+                     _cluster_changes, _suggestions):
             yield from part()
         yield {"kind": "end", "counts": counts}
 

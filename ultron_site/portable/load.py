@@ -45,11 +45,15 @@ _EXTRA_TEXTS = {
     "candidate": (("conflicts",),),
     "cluster": (("topic",), ("last_crystallization_reason",)),
     "skill": (("name",), ("description",), ("provenance",)),
+    "change": (("evidence",),),
+    "type_change": (),
+    "cluster_change": (("from_topic",), ("to_topic",)),
+    "cluster_suggestion": (("shared_words",), ("pairs",)),
 }
 _VERSION_TEXTS = ("name", "description", "body", "reason", "quality", "verification")
 # Text the hub writes itself (cluster topics, skills) from memories already redacted: names are
 # not looked for again there, since the name detector takes a skill's slug for a person's name.
-_WRITTEN_BY_THE_HUB = ("cluster", "skill")
+_WRITTEN_BY_THE_HUB = ("cluster", "skill", "cluster_change")
 
 
 class ImportFailed(RuntimeError):

@@ -10,6 +10,7 @@ from agents.scoping import in_space
 from agents.services import SpaceError, space_create, space_get
 from core.spaces import HubWideCommand
 from ultron_site.portable import ImportFailed, import_lines
+from ultron_site.portable.codec import KINDS
 
 
 class Command(HubWideCommand, BaseCommand):
@@ -42,7 +43,7 @@ class Command(HubWideCommand, BaseCommand):
                         report = import_lines(stream, space_id=target.pk)
         except ImportFailed as exc:
             raise CommandError(f"import failed: {exc}") from None
-        for kind in ("memory", "contribution", "candidate", "cluster", "skill"):
+        for kind in KINDS:
             self.stdout.write(f"{kind}: {report.added[kind]} added, {report.present[kind]} already there"
                               + (f", {report.extended[kind]} completed" if report.extended[kind] else ""))
         if report.reembedded:
