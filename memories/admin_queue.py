@@ -115,6 +115,16 @@ def _family_item(family: reads.CandidateFamily, *, llm: bool) -> dict[str, Any]:
             "diff": word_diff(_body(oldest), _body(newest)), "when": family.created_at, "why": why, "actions": actions}
 
 
+# The row's kind as a person reads it, in the first column.
+BADGES = {"candidate": "merge candidate", "merge": "automatic merge", "type": "type"}
+
+
+def _badged(item: dict[str, Any]) -> dict[str, Any]:
+    kind = item["kind"]
+    item["badge"] = "family" if item.get("pairs", 1) > 1 else BADGES.get(kind, kind.replace("_", " "))
+    return item
+
+
 def _item(kind: str, row: Any, *, llm: bool) -> dict[str, Any]:
     """A queue row: its two sides (older, newer), what differs, and its actions."""
     if kind in _REGISTERED:
@@ -168,7 +178,7 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     pages = max(1, math.ceil(counted["total"] / PER_PAGE))
     context = {
         **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue", **counted,
-        "items": [_item(name, row, llm=llm) for name, row in rows], "page": page,
+        "items": [_badged(_item(name, row, llm=llm)) for name, row in rows], "page": page,
         "pages": pages, "llm": llm, "bulk_actions": BULK_ACTIONS.items(), "types": MemoryType.values,
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
