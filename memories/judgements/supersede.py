@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+
 from memories.judgements.prompts import memory_prompt
 from memories.judgements.same_subject import (
     _FUNCTION_WORDS,
@@ -164,12 +166,13 @@ def _dates(text: str) -> list[tuple[int, int, int]]:
 _YEAR_AFTER = re.compile(r"\b([a-z]+) ((?:19|20)\d{2})\b(?![-/.:]\d)", re.IGNORECASE)
 
 
+# Words a year may follow besides a name ("since 2024"); other function and quantity words may not.
+_NOT_BEFORE_A_YEAR = _NOT_PRODUCTS - frozenset({"in", "since", "of", "for", "from", "until"})
+
+
 def _years(text: str) -> dict[str, int]:
     return {word.lower(): int(year) for word, year in _YEAR_AFTER.findall(text)
-            if word.lower() not in _NOT_PRODUCTS - _YEAR_WORDS}
-
-
-_YEAR_WORDS = frozenset({"in", "since", "of", "for", "from", "until"})
+            if word.lower() not in _NOT_BEFORE_A_YEAR}
 
 
 def date_order(old: str, new: str) -> str | None:
@@ -308,9 +311,7 @@ def change_decide(*, old: str, new: str, related: bool, close: bool, apart_days:
 def supersede_after_days() -> int:
     """``ULTRON_SUPERSEDE_AFTER_DAYS``: how far apart two reports of one value must be for the later
     to replace the earlier without a curator (0: never by time alone)."""
-    from django.conf import settings
-
-    return int(getattr(settings, "ULTRON_SUPERSEDE_AFTER_DAYS", 14))
+    return settings.ULTRON_SUPERSEDE_AFTER_DAYS
 
 
 LLM_VERDICTS = ("new", "old", "both", "unsure")

@@ -39,6 +39,15 @@ def curator() -> Client:
     return _login("cora")
 
 
+def _repaired_with_a_suggestion(settings):
+    """Two clusters the repair pass suggests merging (close, not close enough to merge alone)."""
+    a, b = _two_clusters(settings)
+    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
+    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
+    clusters_repair()
+    return a, b, ClusterSuggestion.objects.get()
+
+
 def test_the_cluster_page_merges_splits_moves_and_undoes(curator, settings):
     a, b = _two_clusters(settings)
     first, second = _cluster_of(a[0]), _cluster_of(b[0])
@@ -87,11 +96,7 @@ def test_a_refused_action_says_why_and_changes_nothing(curator, settings):
 
 
 def test_the_queue_shows_the_repairs_changes_with_undo_and_suggestions_with_merge_and_not_one_topic(curator, settings):
-    a, b = _two_clusters(settings)
-    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
-    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
-    clusters_repair()
-    suggestion = ClusterSuggestion.objects.get()
+    a, b, suggestion = _repaired_with_a_suggestion(settings)
     url = reverse(QUEUE)
     page = curator.get(url, {"kind": "cluster_suggestion"}).content.decode()
     assert "Cluster merge suggestions (1)" in page and f'id="clustersuggestion-{suggestion.pk}"' in page
@@ -117,11 +122,7 @@ def test_the_queue_shows_the_repairs_changes_with_undo_and_suggestions_with_merg
 
 
 def test_merging_a_suggestion_from_the_queue(curator, settings):
-    a, b = _two_clusters(settings)
-    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
-    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
-    clusters_repair()
-    suggestion = ClusterSuggestion.objects.get()
+    a, b, suggestion = _repaired_with_a_suggestion(settings)
     response = curator.post(reverse("admin:clusters_knowledgecluster_suggestion", args=[suggestion.pk, "merge"]))
     assert response.status_code == 302
     assert _members(_cluster_of(b[0])) == {str(m.pk) for m in a + b}
@@ -129,11 +130,7 @@ def test_merging_a_suggestion_from_the_queue(curator, settings):
 
 
 def test_another_spaces_curator_finds_none_of_it(settings):
-    a, b = _two_clusters(settings)
-    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
-    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
-    clusters_repair()
-    suggestion = ClusterSuggestion.objects.get()
+    a, b, suggestion = _repaired_with_a_suggestion(settings)
     other = space_create(slug="team-b", name="Team B")
     outsider = _login("bob", spaces=[(other, Role.CURATOR)])
     page = outsider.get(reverse(QUEUE)).content.decode()
@@ -207,11 +204,7 @@ DECIDE = "admin:memories_memory_queue_decide"
 
 
 def test_cluster_rows_are_selectable_and_decided_in_bulk_with_the_actions_that_apply(curator, settings):
-    a, b = _two_clusters(settings)
-    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
-    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
-    clusters_repair()
-    suggestion = ClusterSuggestion.objects.get()
+    a, b, suggestion = _repaired_with_a_suggestion(settings)
     page = curator.get(reverse(QUEUE), {"kind": "cluster_suggestion"}).content.decode()
     assert f'name="items" value="clustersuggestion:{suggestion.pk}"' in page
     assert 'value="undo"' in page  # the bulk bar's Undo
@@ -245,11 +238,7 @@ def test_cluster_rows_are_selectable_and_decided_in_bulk_with_the_actions_that_a
 
 
 def test_bulk_merge_of_suggestions_and_bulk_undo_newest_first(curator, settings):
-    a, b = _two_clusters(settings)
-    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
-    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
-    clusters_repair()
-    suggestion = ClusterSuggestion.objects.get()
+    a, b, suggestion = _repaired_with_a_suggestion(settings)
     decide = reverse(DECIDE)
     curator.post(decide, {"action": "merge", "items": [f"clustersuggestion:{suggestion.pk}"]})
     assert _cluster_of(a[0]) == _cluster_of(b[0])
@@ -266,11 +255,7 @@ def test_bulk_merge_of_suggestions_and_bulk_undo_newest_first(curator, settings)
 
 
 def test_another_spaces_cluster_rows_answer_in_bulk_as_rows_that_never_existed(settings):
-    a, b = _two_clusters(settings)
-    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
-    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
-    clusters_repair()
-    suggestion = ClusterSuggestion.objects.get()
+    a, b, suggestion = _repaired_with_a_suggestion(settings)
     other = space_create(slug="team-b", name="Team B")
     outsider = _login("bob", spaces=[(other, Role.CURATOR)])
     for token in (f"clustersuggestion:{suggestion.pk}", "clustersuggestion:987654"):
@@ -289,10 +274,7 @@ def test_the_dashboard_counts_merge_suggestions_and_links_into_the_queue_on_that
         return re.search(r'hub-stat-value">(\d+)<', stat).group(1)
 
     assert count(curator) == "0"
-    _two_clusters(settings)
-    settings.ULTRON_CLUSTER_SIMILARITY_THRESHOLD = 0.8
-    settings.ULTRON_CLUSTER_MERGE_THRESHOLD = 0.9
-    clusters_repair()
+    _repaired_with_a_suggestion(settings)
     assert count(curator) == "1"
     other = space_create(slug="team-b", name="Team B")
     assert count(_login("bob", spaces=[(other, Role.CURATOR)])) == "0"  # another space's is not counted
