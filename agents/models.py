@@ -13,16 +13,31 @@ from __future__ import annotations
 import datetime
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
 SHARED_SPACE = "shared"
 
 
+class Trust(models.TextChoices):
+    """How far the hub trusts what a member writes (docs/flow.md#screening)."""
+
+    TRUSTED = "trusted", "Trusted"  # served at once, unless the screen flags it
+    REVIEWED = "reviewed", "Reviewed"  # everything it writes waits for a curator
+
+
 class Space(models.Model):
     slug = models.SlugField(max_length=50, unique=True)
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True, default="")
+    default_trust = models.CharField(
+        max_length=10, choices=Trust.choices, default=Trust.TRUSTED,
+        help_text="The trust given to an agent that joins this space.")
+    allowed_hosts = ArrayField(
+        models.CharField(max_length=253), default=list, blank=True,
+        help_text=("Hosts a memory may link to without being held, besides the hub's "
+                   "ULTRON_SCREEN_ALLOWED_HOSTS; a leading '.' or none: the host and its subdomains."))
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -64,6 +79,9 @@ class Membership(models.Model):
     space = models.ForeignKey(Space, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="space_memberships")
     role = models.CharField(max_length=10, choices=Role.choices)
+    # Existing memberships (made before trust existed) are trusted; a new one takes its space's default.
+    trust = models.CharField(max_length=10, choices=Trust.choices, default=Trust.TRUSTED,
+                             help_text="reviewed: everything this member writes is held until a curator approves it.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -71,6 +89,7 @@ class Membership(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["space", "user"], name="membership_one_role_per_space"),
             models.CheckConstraint(condition=models.Q(role__in=Role.values), name="membership_role_valid"),
+            models.CheckConstraint(condition=models.Q(trust__in=Trust.values), name="membership_trust_valid"),
         ]
 
     def __str__(self) -> str:

@@ -36,6 +36,12 @@ class Status(models.TextChoices):
     # Replaced by a newer memory on its subject (``superseded_by``): kept with its history, not
     # served as current knowledge (docs/flow.md#supersession).
     SUPERSEDED = "superseded", "Superseded"
+    # Waiting for a curator (docs/flow.md#screening): flagged by the poisoning screen, written by a
+    # member whose writes are reviewed, or taken back with everything its writer wrote. Served to
+    # nobody but its writer until approved.
+    HELD = "held", "Held for review"
+    # A curator kept it out: never served, kept with the decision (undoable).
+    REJECTED = "rejected", "Rejected"
 
 
 class Source(models.TextChoices):
@@ -57,6 +63,15 @@ class Memory(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     hit_count = models.PositiveIntegerField(default=1)
     last_hit_at = models.DateTimeField(null=True, blank=True)
+    # Distinct agents other than its writer that used it (docs/flow.md#hits): HOT needs
+    # ULTRON_HOT_MIN_READERS of them, so one agent's reads cannot make a memory HOT.
+    readers = models.PositiveIntegerField(default=0)
+    # A curator vouched for it (approved it when held, or wrote it): served with a verified mark.
+    verified_by = models.CharField(max_length=150, blank=True, default="")
+    verified_at = models.DateTimeField(null=True, blank=True)
+    # What the poisoning screen noted on a memory it let through (a link outside the space's
+    # allowed hosts, a borderline classifier score): shown to every reader beside the memory.
+    screen_flags = models.JSONField(default=list, blank=True)
     summary_l0 = models.TextField(blank=True, default="")
     overview_l1 = models.TextField(blank=True, default="")
     embedding = VectorField(dimensions=settings.ULTRON_EMBEDDING_DIMENSIONS)
@@ -388,6 +403,7 @@ class MemoryRank(models.Model):
         Memory, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     hit_count = models.IntegerField()
+    readers = models.IntegerField(default=0)
     seen = models.DateTimeField(help_text="The last hit, or the creation if never hit.")
     created_at = models.DateTimeField()
     tier = models.CharField(max_length=8, choices=Tier.choices)
@@ -397,3 +413,74 @@ class MemoryRank(models.Model):
 
     def __str__(self) -> str:
         return f"{self.memory_id}: {self.tier}, {self.hit_count} hits"
+
+
+class MemoryRead(models.Model):
+    """One agent's use of one memory on one day (docs/flow.md#hits): the first use a day counts
+    as a hit, the others only add to ``calls``, so the dashboard can show a memory whose reads
+    come mostly from one agent. Its writer's own reads are not recorded."""
+
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="reads")
+    reader = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    calls = models.PositiveIntegerField(default=1)
+    last_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "reader", "day"], name="memory_read_once_a_day")]
+        indexes = [models.Index(fields=["space", "-day"], name="memory_read_space_day")]
+
+    def __str__(self) -> str:
+        return f"{self.reader_id} read {self.memory_id} on {self.day} ({self.calls}x)"
+
+
+class HoldOrigin(models.TextChoices):
+    SCREEN = "screen", "Flagged by the screen"
+    WRITER = "writer", "Writer is reviewed"
+    RECALL = "recall", "Writer's memories taken back"
+    ERROR = "error", "Screen failed"
+
+
+class HoldDecision(models.TextChoices):
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class MemoryHold(models.Model):
+    """Why a memory was held, and what a curator decided (docs/flow.md#screening). Open while
+    the memory waits; approving serves it (verified), rejecting keeps it out; both can be undone
+    (the memory returns to ``held``). ``reasons``: what the screen found, each
+    ``{rule, label, field, start, end, text}``, ``start``/``end`` the matched span in ``field``.
+    ``batch``: the rows one hold-by-writer made (undone together); ``prior_status``: what the
+    memory was before it was held, put back when that hold is undone."""
+
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="holds")
+    origin = models.CharField(max_length=8, choices=HoldOrigin.choices)
+    reasons = models.JSONField(default=list, blank=True)
+    state = models.CharField(max_length=8, choices=ChangeState.choices, default=ChangeState.OPEN)
+    decision = models.CharField(max_length=8, choices=HoldDecision.choices, blank=True)
+    prior_status = models.CharField(max_length=10, choices=Status.choices, blank=True)
+    batch = models.UUIDField(null=True, blank=True)
+    held_by = models.CharField(max_length=150, blank=True, help_text="'hub' or the admin who took the writer's memories back.")
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.CharField(max_length=150, blank=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["memory"], condition=Q(state="open"), name="memory_hold_one_open"),
+            models.CheckConstraint(condition=Q(state__in=ChangeState.values), name="memory_hold_state"),
+            models.CheckConstraint(condition=Q(origin__in=HoldOrigin.values), name="memory_hold_origin"),
+        ]
+        indexes = [
+            models.Index(fields=["state", "-created_at"], name="memory_hold_open", condition=Q(state="open")),
+            models.Index(fields=["batch"], name="memory_hold_batch", condition=Q(batch__isnull=False)),
+        ]
+
+    def __str__(self) -> str:
+        return f"hold of {self.memory_id} ({self.origin}, {self.state})"

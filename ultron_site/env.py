@@ -37,6 +37,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "llm": ("LLM", "The language model used to classify, summarise and merge."),
     "embeddings": ("Embeddings", "The model that turns text into vectors."),
     "redaction": ("Redaction", "Scrubbing secrets and personal data."),
+    "screening": ("Screening", "The poisoning screen, held memories, and how reads rank memories."),
     "memories": ("Memories", "Limits, duplicates and tiers of the memory service."),
     "search": ("Search", "How memories are searched."),
     "ingestion": ("Ingestion", "Session files and texts turned into memories."),

@@ -449,6 +449,40 @@ ULTRON_REDACT_NER = env_bool(
          "recognizers only (secrets, e-mail, phones, cards, IBAN, IP, SSN, Chinese identifiers).",
 )
 
+# --- screening (docs/flow.md#screening) ---------------------------------------------------
+ULTRON_SCREEN_CLASSIFIER = env_choice(
+    "ULTRON_SCREEN_CLASSIFIER", "defender", ["defender", "off"], group="screening",
+    help="The learned side of the poisoning screen: defender (StackOne Defender's bundled MiniLM "
+         "prompt-injection model, offline on ONNX Runtime) or off (the rules alone).",
+)
+# Chosen on the hub's labelled dev set (bench/screen.py), measured on a blind one: see bench/README.md.
+ULTRON_SCREEN_HOLD_SCORE = env_float(
+    "ULTRON_SCREEN_HOLD_SCORE", 0.90, minimum=0.0, maximum=1.0, group="screening",
+    help="A memory field the classifier scores at or above this is held for a curator.",
+)
+ULTRON_SCREEN_MARK_SCORE = env_float(
+    "ULTRON_SCREEN_MARK_SCORE", 0.75, minimum=0.0, maximum=1.0, group="screening",
+    help="At or above this (below the hold score) the memory is served with the classifier's note.",
+)
+ULTRON_SCREEN_AUX_SCORE = env_float(
+    "ULTRON_SCREEN_AUX_SCORE", 0.325, minimum=0.0, maximum=1.0, group="tuning",
+    help="The classifier's second head at or above this says the text discusses injections: "
+         "it is then held only from ULTRON_SCREEN_HOLD_DISCUSSED_SCORE.",
+)
+ULTRON_SCREEN_HOLD_DISCUSSED_SCORE = env_float(
+    "ULTRON_SCREEN_HOLD_DISCUSSED_SCORE", 0.97, minimum=0.0, maximum=1.0, group="tuning",
+    help="Hold score for a text the classifier's second head reads as discussing injections.",
+)
+ULTRON_SCREEN_ALLOWED_HOSTS = env_list(
+    "ULTRON_SCREEN_ALLOWED_HOSTS", group="screening",
+    help="Hosts every space's memories may link to, besides the built-in documentation and package "
+         "hosts (memories/screening/links.py) and each space's own list; a host allows its subdomains.",
+)
+ULTRON_HOT_MIN_READERS = env_int(
+    "ULTRON_HOT_MIN_READERS", 2, minimum=1, group="screening",
+    help="A memory rises to HOT only once this many distinct agents other than its writer used it.",
+)
+
 # --- memory service -----------------------------------------------------------------------
 # Defaults per embedding space live in memories/thresholds.py (manage.py calibrate fits them); these override them.
 ULTRON_DUPLICATE_THRESHOLD = env_float(

@@ -1,0 +1,300 @@
+"""The screen's rules: what published attacks on agent memory and on coding agents' instructions
+use, each written as a shape rather than a phrase list, in English and Chinese.
+
+A rule reads one field, folded (``screening.text.fold``). Its finding is ``hold`` (the memory
+waits for a curator) unless the words around it say the text warns against the thing rather than
+asks for it ("never pipe unknown scripts to sh", "don't use verify=False"): then no finding, or a
+``mark`` when the memory talks about an attack (served, with a note). Links, hidden characters and
+encoded payloads have modules of their own (``links``, ``hidden``, ``encoded``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from memories.screening.text import Folded, sentence_around
+
+HOLD = "hold"
+MARK = "mark"
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    label: str  # what a curator reads: "asks the reader to ignore its instructions"
+    field: str
+    start: int  # the span in the stored text of ``field``
+    end: int
+    text: str
+    severity: str  # HOLD | MARK
+
+    def reason(self) -> dict:
+        return {"rule": self.rule, "label": self.label, "field": self.field, "start": self.start,
+                "end": self.end, "text": self.text[:200], "severity": self.severity}
+
+
+# A warning or a prohibition right before the match: "never", "don't", "avoid", "instead of" …
+# ("don't forget to" is not one).
+_PROHIBITION = re.compile(
+    r"(?:\b(?:never|don'?t|do not|does not|doesn'?t|should ?n[o']t|must ?n[o']t|must not|shouldn't|cannot|can'?t|"
+    r"avoid(?:ing)?|stop(?:ped)?|instead of|rather than|no longer|refuse[sd]?|not to|without)\b"
+    r"|不要|别|禁止|避免|切勿|不能|不应|不得|严禁|千万不要|不可以|不该|而不是)"
+    r"(?:(?!\b(?:forget|hesitate|bother)\b)[^.;!?\n。！？；]){0,60}$",
+    re.IGNORECASE,
+)
+# The memory talks about an attack or a danger instead of asking for the thing.
+_DISCUSSION = re.compile(
+    r"\b(?:prompt[- ]injection|injected|malicious|attack(?:er|s)?|phishing|poison(?:ed|ing)?|suspicious|"
+    r"dangerous|insecure|unsafe|security risk|bad idea|reported|scam|compromised|red flag)\b"
+    r"|注入|恶意|攻击|钓鱼|危险|不安全|可疑|风险",
+    re.IGNORECASE,
+)
+
+
+def prohibited(folded: str, start: int) -> bool:
+    """A prohibition governs the match: a cue in the same sentence, right before it."""
+    left, _ = sentence_around(folded, start, start)
+    return bool(_PROHIBITION.search(folded[left:start]))
+
+
+def discussed(folded: str, start: int, end: int) -> bool:
+    left, right = sentence_around(folded, start, end)
+    return bool(_DISCUSSION.search(folded[left:right]))
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    label: str
+    pattern: re.Pattern
+    # The words around can excuse the match: a prohibition drops it, a discussion makes it a mark.
+    excusable: bool = True
+    # Extra condition on the match (folded text, match, whether a host is allowed): False drops it.
+    check: Callable[[str, re.Match, Callable[[str], bool]], bool] | None = None
+
+
+def _r(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern:
+    return re.compile(pattern, flags | re.VERBOSE)
+
+
+_AGENT = r"(?:ai|llm|agents?|assistants?|models?|bots?|copilots?|claude|gpt|chatgpt|codex|cursor)"
+_ORDERS = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guardrails|orders|system\s+messages?|context|programming|constraints|safety\s+(?:rules|guidelines|policies))"
+# Where a secret would go: an address, a service, a reply.
+_DESTINATION = (r"(?:https?://|\S+@\S+\.\w+|webhook|endpoint|server|url|address|gist|pastebin|paste|channel|slack|discord|"
+                r"telegram|email|e-mail|issue|comment|pr\b|pull request|commit message|description|reply|response|answer|"
+                r"output|log|chat|dns|nslookup|dig\b|ip\b|remote|external|public|\d{1,3}(?:\.\d{1,3}){3})")
+_SECRETS = (r"(?:credentials?|secrets?|api[_ -]?keys?|access[_ -]?keys?|private[_ -]?keys?|tokens?|passwords?|passwd|"
+            r"ssh[_ -]?keys?|id_rsa|id_ed25519|\.ssh\b|~/\.aws|\.aws/|aws_secret|\.env\b|env(?:ironment)?\s*var(?:iable)?s|"
+            r"environment|printenv|\$\(\s*env|os\.environ|process\.env|kubeconfig|\.kube/config|\.npmrc|\.pypirc|\.netrc|"
+            r"\.git-credentials|\.docker/config|cookies?|session\s+ids?|keychain|vault|/etc/(?:passwd|shadow)|"
+            r"conversation|chat\s+history|system\s+prompt|source\s+code|repository\s+contents?)")
+_SEND = (r"(?:send|sends|sending|post|posting|upload|uploading|email|mail|paste|forward|share|transmit|exfiltrate|leak|"
+         r"submit|report|sync|copy|push|pipe|attach|include|embed|append|add|put|print|echo|dump|write|log|publish)")
+_PROTECTED = r"(?:main|master|trunk|release[\w/.-]*|prod(?:uction)?|develop|dev|stable|live|shared|default)"
+_SHELLS = r"(?:sudo\s+)?(?:-?\s*)(?:ba|z|k|da|c|tc|fi)?sh|python[\d.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell|cmd(?:\.exe)?|source|\."
+_FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch|http(?:ie)?|aria2c|lwp-download|certutil)"
+
+RULES: tuple[Rule, ...] = (
+    # --- the reader's instructions, identity and user ------------------------------------------
+    Rule("override", "asks the reader to ignore or replace its instructions", _r(rf"""
+        \b(?:ignore|disregard|forget|override|overrule|bypass|discard|drop|abandon|skip|set\s+aside|throw\s+away|
+             pay\s+no\s+attention\s+to|do\s+not\s+follow|don'?t\s+follow|stop\s+following)\b
+        \s+(?:\w+\s+){{0,4}}?(?:previous|prior|above|earlier|preceding|former|original|initial|existing|old|all|any|every|
+             your|the\s+(?:user'?s|developer'?s|system'?s?)|system|safety|other)\b
+        \s*(?:\w+\s+){{0,3}}?{_ORDERS}\b""")),
+    Rule("override", "asks the reader to ignore or replace its instructions", _r(rf"""
+        \b{_ORDERS}\s+(?:above|before\s+this|so\s+far|you\s+(?:were|have\s+been)\s+given)\s+(?:are|is)\s+
+        (?:void|obsolete|cancel+ed|outdated|no\s+longer|superseded|revoked|wrong)""")),
+    Rule("identity", "tells the reader it is someone else now", _r(r"""
+        \byou\s+are\s+(?:now|no\s+longer|from\s+now\s+on|actually|henceforth)\b(?!\s+(?:able|ready|done|set|good|all\s+set|on\b|in\s+the\b))
+        |\bact\s+as\s+(?:if\s+you\s+(?:are|were)\s+)?(?:an?\s+)?(?:unrestricted|unfiltered|jailbroken|dan\b|developer\s+mode|root|admin|sysadmin|different)
+        |\b(?:enter|enable|switch\s+to|activate)\s+(?:dan|developer|god|jailbreak|unrestricted|debug\s+admin)\s+mode
+        |\bnew\s+(?:system\s+)?(?:instructions?|rules|directives|persona|role)\s*[:：-]
+        |\bfrom\s+now\s+on,?\s+(?:you|the\s+(?:agent|assistant|model|ai))\s+(?:must|will|shall|should|are|have\s+to|need\s+to|may\s+only|always|never)""")),
+    Rule("address_agent", "addresses whatever AI reads it with orders", _r(rf"""
+        \b(?:(?:note|message|instructions?|attention|reminder|important|notice)\s+(?:to|for)\s+(?:any|all|every|the|future|other)\s+
+             (?:\w+\s+)?{_AGENT}
+           |(?:any|every|all|the)\s+(?:\w+\s+)?{_AGENT}\s+(?:that\s+(?:is\s+)?|who\s+(?:is\s+)?)?(?:reading|reads|processing|processes|sees|seeing|summari[sz]ing|retrieving|loading|using)\s+(?:this|these)
+           |if\s+you\s+are\s+an?\s+(?:\w+\s+)?{_AGENT}\b
+           |dear\s+{_AGENT}\b
+           |(?:to|for)\s+the\s+{_AGENT}\s+(?:reading|processing)\b)""")),
+    Rule("conceal", "tells the reader to hide something from its user", _r(r"""
+        \b(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|notify(?:ing)?|alert(?:ing)?|show(?:ing)?|report(?:ing)?)\s+
+           (?:(?:this|it|that|these|anything)\s+)?(?:\w+\s+){0,3}?(?:to\s+)?(?:the\s+)?(?:user|human|operator|developer|owner|reviewer|team|anyone)s?\b
+        |\b(?:keep|hide)\s+(?:this|it)\s+(?:\w+\s+){0,2}(?:from|hidden\s+from)\s+(?:the\s+)?(?:user|human|reviewer|operator)
+        |\bsilently\s+(?:run|execute|send|upload|install|add|delete|push|replace|change|modify)
+        |\b(?:do\s+not|don'?t|never|without)\s+(?:ask(?:ing)?|wait(?:ing)?\s+for|prompt(?:ing)?|request(?:ing)?)\s+(?:the\s+user\s+)?(?:for\s+)?(?:confirmation|approval|permission|consent|review)
+        |\bdo\s+not\s+(?:mention|reveal)\s+(?:this\s+)?(?:note|memory|instruction|message)""")),
+    Rule("memory_manipulation", "tries to steer how the hub or its readers rank and repeat memories", _r(r"""
+        \b(?:re-?upload|re-?submit|re-?post|copy|repeat|save|store|propagate|spread)\s+(?:this|these)\s+(?:memory|memories|note|notes|message|instructions?)\b
+        |\b(?:rate|mark|vote|flag|upvote|score)\s+(?:this|these)\s+(?:memory|memories|note|notes)\s+(?:as\s+)?(?:helpful|useful|verified|trusted|correct|high)
+        |\b(?:this|these)\s+(?:memory|note|rule)\s+(?:overrides|supersedes|replaces|takes\s+precedence\s+over)\s+(?:all|any|every|other)
+        |\bwhen(?:ever)?\s+(?:asked|someone\s+asks|the\s+user\s+asks|a\s+user\s+asks)\s+(?:about|for)\s+[^.;\n]{1,80}?,?\s+(?:always\s+)?(?:answer|reply|respond|say|tell\s+them)\s+(?:with\s+|that\s+)?""")),
+    Rule("override", "asks the reader to ignore or replace its instructions", _r(r"""
+        (?:忽略|无视|忘记|忘掉|不要理会|别理会|抛开|抛弃|覆盖|绕过|不再遵守|停止遵守|放弃)掉?\s*(?:之前|以上|上面|上述|先前|前面|原有|原来|原先|所有|全部|你的|系统|其他|一切)
+        [^。；\n]{0,8}?(?:指令|指示|提示词?|规则|要求|设定|约束|命令|限制|安全策略)""")),
+    Rule("identity", "tells the reader it is someone else now", _r(r"""
+        你现在是(?!在)|从现在(?:开始|起)[，,]?\s*(?:你|助手|智能体|模型)(?:必须|要|将|只能|应该|需要|不再)|你的新(?:角色|身份|任务|指令)是
+        |(?:进入|开启|切换到)(?:开发者|越狱|DAN|无限制|上帝)模式|新的?(?:系统)?(?:指令|规则)\s*[:：]""")),
+    Rule("address_agent", "addresses whatever AI reads it with orders", _r(r"""
+        (?:致|给|对|告)(?:所有|任何|每个|每一个|其他|未来的)的?\s*(?:AI|智能体|代理|助手|模型|大模型|LLM|agent)
+        |(?:任何|所有|每个)(?:读到|看到|处理|检索到|加载)(?:这条|此条|本条|这段|此)[^。；\n]{0,6}?(?:AI|智能体|代理|助手|模型|agent)
+        |如果你是(?:一个)?\s*(?:AI|智能体|代理|助手|模型|大模型|agent)""")),
+    Rule("conceal", "tells the reader to hide something from its user", _r(r"""
+        (?:不要|别|无需|不必|切勿)(?:告诉|通知|提醒|告知|让)用户|对用户(?:隐瞒|保密)|(?:不要|别|无需|不必)(?:向用户)?(?:确认|征求|询问|请示)(?:用户)?
+        |悄悄(?:地)?(?:执行|运行|发送|上传|删除|安装|推送)|不要(?:提及|提到|透露)(?:这条|本条|此)""")),
+    Rule("memory_manipulation", "tries to steer how the hub or its readers rank and repeat memories", _r(r"""
+        (?:重新上传|再次上传|反复上传|转发|复制|传播)(?:这条|本条|此条?)(?:记忆|笔记|消息|指令)
+        |(?:把|将)(?:这条|本条|此条?)(?:记忆|笔记)(?:标记|评|设)为(?:有用|有帮助|可信|已验证)""")),
+    Rule("role_marker", "carries a role line (SYSTEM:, ASSISTANT:)", _r(r"""
+        (?:系统提示|系统指令|系统消息|系统通知)\s*[:：]|【系统】|\[系统\]""")),
+    # --- prompt structure spliced into a memory ------------------------------------------------
+    Rule("role_marker", "carries a chat-template or system-prompt marker", _r(r"""
+        <\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\s*\|>
+        |\[/?INST\]|<</?SYS>>|<\s*/?\s*(?:system|sys|system[-_]prompt|instructions?|admin|developer|assistant|memory|context|tool_result|function_results)\s*>
+        |(?:^|\n)\s*\#{2,}\s*(?:system|instructions?|new\s+instructions?|developer\s+message)\s*(?::|\n|$)
+        |\b(?:end|begin|start)\s+of\s+(?:the\s+)?(?:system\s+prompt|context|memory|memories|notes?|user\s+input|document|retrieved\s+content|instructions)\b
+        |(?:-{3,}|={3,}|\*{3,})\s*(?:end|begin|new|system)\b"""), check=lambda text, m, _: _marker_used(text, m)),
+    Rule("role_marker", "carries a role line (SYSTEM:, ASSISTANT:)", _r(r"""
+        (?:^|\n|[.!?]\s|\"|')\s*(?:SYSTEM|ASSISTANT|DEVELOPER|ADMIN)\s*(?:MESSAGE|PROMPT|NOTE|OVERRIDE)?\s*[:：]\s*\S
+        |(?:^|\n)\s*(?:system|assistant)\s*(?:prompt|message|override)\s*[:：]""", 0)),
+    # --- running what someone else serves --------------------------------------------------------
+    Rule("remote_exec", "downloads and runs code", _r(rf"""
+        \b{_FETCH}\b[^\n|;&]{{0,300}}?\|\s*(?:{_SHELLS})\b
+        |\b(?:ba|z)?sh\s+(?:-[a-z]+\s+)*<\s*\(\s*{_FETCH}
+        |\bsource\s+<\s*\(\s*{_FETCH}
+        |\b(?:eval|exec|iex|invoke-expression)\s*[\(\s\"'`$]*\(?\s*(?:\$\()?\s*(?:{_FETCH}|\(?new-object\s+(?:system\.)?net\.webclient|urllib|requests\.get|urlopen)
+        |\b(?:python[\d.]*|node|ruby|perl)\s+-[ce]\s+[\"'][^\"'\n]{{0,300}}(?:urlopen|urllib|requests\.get|http\.get|fetch\(|open-uri|LWP)[^\"'\n]{{0,300}}(?:exec|eval|system|spawn|\|\s*sh)
+        |\bdownloadstring\s*\(|\bfrom(?:base64string)?\b.{{0,40}}\|\s*iex\b
+        |\b(?:chmod\s+\+x|bash|sh)\s+[^\n;|]{{0,40}}&&\s*\./[^\s;|]+[^\n]{{0,0}}(?=.{{0,200}}(?:https?://))"""), excusable=True,
+         check=lambda text, m, allowed: not _installer_allowed(m.group(0), allowed)),
+    Rule("decode_exec", "decodes something and runs or follows it", _r(r"""
+        (?:base64|b64|base32|xxd|openssl\s+(?:enc|base64))\s+(?:-d|--decode|-r|-D)\b[^\n]{0,80}?\|\s*(?:sudo\s+)?(?:ba|z)?sh\b
+        |\b(?:eval|exec|iex|invoke-expression)\s*\(?\s*(?:atob|base64\.b64decode|b64decode|buffer\.from|\[system\.convert\]::frombase64string|frombase64string|codecs\.decode|bytes\.fromhex|unhexlify)
+        |\b(?:decode|decrypt|unscramble|de-?obfuscate|rot13|reverse)\s+(?:this|the\s+following|the\s+(?:string|text|payload|blob)\s+below|it)\s+(?:and|then)\s+(?:run|execute|follow|apply|obey|do|eval)
+        |\b(?:run|execute|follow|apply|obey)\s+(?:the\s+)?(?:decoded|hidden)\s+(?:text|instructions?|command|payload|string)""")),
+    # --- secrets leaving --------------------------------------------------------------------------
+    Rule("exfiltration", "sends credentials, keys, environment or files somewhere", _r(rf"""
+        \b{_SEND}\b[^.\n;。]{{0,80}}?{_SECRETS}[^.\n;。]{{0,100}}?\b(?:to|into|in|at|via|through|as|onto|on|with)\b[^.\n;。]{{0,60}}?{_DESTINATION}""")),
+    Rule("exfiltration", "posts a file or the environment to a remote host", _r(r"""
+        \b(?:curl|wget|http|invoke-webrequest|iwr|irm|nc|ncat|netcat|scp|rsync|ftp)\b[^\n]{0,200}?
+        (?:(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|--post-file|--body-file|-infile|-InFile|--body|<)\s*[\"']?@?
+           (?:~|\$HOME|/etc/|/root|\.env|\.ssh|\.aws|id_rsa|\.kube|\.git-credentials|\.npmrc|\.netrc|\$\()
+         |\$\(\s*(?:cat|env|printenv|set|base64|gpg|aws\s+configure|gh\s+auth\s+token|git\s+config)\b
+         |`\s*(?:cat|env|printenv)\b
+         |\$(?:\{)?(?:AWS_SECRET|AWS_ACCESS|GITHUB_TOKEN|GH_TOKEN|NPM_TOKEN|OPENAI_API_KEY|ANTHROPIC_API_KEY|API_KEY|SECRET|TOKEN|PASSWORD|DATABASE_URL)\w*)""")),
+    Rule("exfiltration", "leaks data through a DNS lookup", _r(r"""
+        \b(?:nslookup|dig|host|ping)\s+[^\n]{0,40}\$\(\s*(?:cat|env|whoami|hostname|printenv|base64|echo)""")),
+    Rule("exfiltration", "sends credentials, keys, environment or files somewhere", _r(r"""
+        (?:把|将)[^。；\n]{0,40}(?:密钥|私钥|凭证|凭据|令牌|token|密码|环境变量|\.env|id_rsa|\.ssh|\.aws|kubeconfig|cookie)[^。；\n]{0,40}
+        (?:发送|发到|上传|贴到|粘贴到|提交到|推送到|转发|发给|写到|写入|附在|放到|输出到|打印到)""")),
+    # --- weakening safety ------------------------------------------------------------------------
+    Rule("disable_checks", "turns off a check or a safety setting", _r(r"""
+        (?:^|\s)--no-verify\b|\bgit\s+commit\s+(?:-\w+\s+)*-n\b|\bHUSKY=0\b|\bSKIP=\S+|--no-gpg-sign\b
+        |\bverify\s*=\s*False\b|\bNODE_TLS_REJECT_UNAUTHORIZED\s*=\s*[\"']?0|\bPYTHONHTTPSVERIFY\s*=\s*[\"']?0
+        |\b(?:ssl_?verify|sslverify|strict-ssl|verify_ssl|ssl-verify|insecure-skip-tls-verify|tls_verify|check_hostname)\s*[=:\s]\s*[\"']?(?:false|0|no|off)\b
+        |--insecure-skip-tls-verify\b|\bInsecureSkipVerify\s*[:=]\s*true|\brejectUnauthorized\s*[:=]\s*false|\bCURLOPT_SSL_VERIFYPEER\b[^\n]{0,10}(?:false|0)
+        |--dangerously-skip-permissions\b|--dangerously-bypass\S*|--yolo\b|--no-sandbox\b(?=[^\n]{0,80}\b(?:always|every|permanent))|\bauto[-_ ]?approve\s+(?:all|every|any)\b
+        |--trusted-host\s+(?!(?:pypi\.org|files\.pythonhosted\.org|localhost|127\.0\.0\.1)\b)\S+
+        |\bset-executionpolicy\s+(?:-executionpolicy\s+)?(?:unrestricted|bypass)\s+(?:-scope\s+)?(?:localmachine|currentuser)?(?![^\n]{0,30}\bprocess\b)(?=[^\n]{0,40}(?:-force|localmachine|currentuser))
+        |\b(?:setenforce\s+0|ufw\s+disable|systemctl\s+(?:stop|disable)\s+(?:firewalld|apparmor|auditd|falcon|clamav)|Set-MpPreference\s+-Disable\w+\s+\$?true|spctl\s+--master-disable)
+        |\b(?:disable|turn\s+off|switch\s+off|remove|bypass|skip|deactivate|circumvent|get\s+around|ignore)\s+(?:the\s+|all\s+|any\s+)?(?:\w+\s+){0,2}?
+            (?:branch\s+protection|required\s+reviews?|code\s+reviews?|2fa|mfa|two[- ]factor|signature\s+(?:checks?|verification)|signing|secret\s+scanning|security\s+(?:checks?|scans?|scanning|scanner|alerts|warnings|policies|settings|rules|hooks?|software|tools?)|antivirus|edr|firewall|
+             certificate\s+(?:checks?|verification|validation)|ssl\s+(?:checks?|verification)|tls\s+(?:checks?|verification)|audit\s+log(?:ging)?s?|sandbox(?:ing)?|permission\s+(?:prompts?|checks?)|approval\s+prompts?|content\s+filter|guardrails?|safety\s+(?:checks?|filters?|settings?|features?)|the\s+screen|screening)\b""")),
+    Rule("disable_checks", "turns off a check or a safety setting", _r(r"""
+        (?:关闭|禁用|绕过|跳过|停用|去掉|关掉)[^。；\n]{0,12}(?:证书校验|证书验证|ssl\s*校验|ssl\s*验证|tls\s*校验|分支保护|代码审查|双因素|2fa|安全扫描|安全检查|杀毒|防火墙|审计|签名校验|钩子|hook|权限确认|确认提示|沙箱)""")),
+    # --- destroying shared things ----------------------------------------------------------------
+    Rule("destructive", "force-pushes or rewrites a shared branch", _r(rf"""
+        \bgit\s+push\s+(?:(?!--force-with-lease)\S+\s+)*?(?:-f\b|--force\b(?!-with-lease)|--mirror\b)(?:\s+\S+)*?\s+(?:\S+\s+)?(?:\S+[:/])?\+?{_PROTECTED}\b
+        |\bgit\s+push\s+(?:\S+\s+)*?\S+\s+\+{_PROTECTED}\b
+        |\bgit\s+push\s+(?:\S+\s+)?(?:\S+\s+)?{_PROTECTED}\s+(?:-f|--force)\b(?!-with-lease)
+        |\bgit\s+push\s+(?:-f|--force)\b(?!-with-lease)(?=[^\n]{{0,120}}\b(?:shared|everyone|protected|upstream|team'?s?|main|master)\b)
+        |\bgit\s+reset\s+--hard\b[^\n;&]{{0,60}}?(?:origin/|upstream/)?\b{_PROTECTED}\b(?=[^\n]{{0,160}}\bpush\b)
+        |\bgit\s+(?:filter-branch|filter-repo)\b(?=[^\n]{{0,160}}\b(?:main|master|push)\b)
+        |\bgit\s+push\s+[^\n]{{0,40}}--delete\s+{_PROTECTED}\b""")),
+    Rule("destructive", "deletes files outside a build directory", _r(r"""
+        \brm\s+(?:-\w*[rR]\w*\s+|-\w*f\w*\s+|--recursive\s+|--force\s+|--no-preserve-root\s+)+
+        (?:[\"']?(?:/|~|\$HOME|\$\{HOME\}|%USERPROFILE%|\*|/\*|\.\*|\.\.|/home\b|/etc\b|/usr\b|/var(?!/tmp)\b|/opt\b|/root\b|/srv\b|/boot\b|/lib\b|/bin\b|~/\S*|\$HOME/\S*|\.git\b|/mnt\b|/data\b|\$\{?\w*(?:DIR|PATH|ROOT)\}?/?\*?)[\"']?)(?=\s|$|[;&|)\"'`])
+        |\bRemove-Item\s+[^\n]{0,60}-Recurse[^\n]{0,40}(?:C:\\|\$env:USERPROFILE|~|\$HOME)(?![^\n]{0,40}\\(?:bin|obj|build|dist|node_modules|target|temp|tmp)\b)
+        |\b(?:rd|rmdir)\s+/s\s+/q\s+[A-Za-z]:\\(?:\s|$|Windows|Users)
+        |\b(?:mkfs(?:\.\w+)?|wipefs)\s+|\bdd\s+if=\S+\s+of=/dev/(?:sd|nvme|hd|xvd|disk)
+        |\bchmod\s+-R\s+0?777\s+/(?:\s|$)|:\(\)\s*\{\s*:\|:&\s*\};:|\bshred\s+[^\n]{0,30}/dev/""")),
+    Rule("destructive", "drops or empties a database or deletes production resources", _r(r"""
+        \b(?:drop\s+(?:database|schema|table|keyspace)|truncate\s+(?:table\s+)?\w+|delete\s+from\s+\w+\s*(?:;|$|\)|\"|'|`)|dropdb\s|flushall\b|flushdb\b|db\.dropDatabase\(\)|\.drop_all\(\))
+        |\bkubectl\s+delete\s+(?:ns|namespaces?|pvc?|persistentvolume\w*|--all|all\b|-A\b|crd)
+        |\bterraform\s+(?:destroy|apply\s+-destroy)\b|\bhelm\s+(?:uninstall|delete)\b
+        |\baws\s+s3\s+(?:rm\s+[^\n]{0,80}--recursive|rb\s+[^\n]{0,80}--force)|\bgsutil\s+(?:-m\s+)?rm\s+-r|\baz\s+(?:group|storage\s+account)\s+delete
+        |\b(?:delete|remove|wipe|erase|purge|destroy)\s+(?:all\s+|the\s+|every\s+)?(?:\w+\s+){0,2}?(?:backups?|snapshots?|production\s+(?:data(?:base)?|db|bucket|cluster|namespace)|prod\s+(?:data(?:base)?|db|bucket)|audit\s+logs?)\b
+        |(?:删除|删掉|清空|清除|销毁)[^。；\n]{0,10}(?:生产|线上|正式)[^。；\n]{0,10}(?:数据库|库|数据|集群|桶|命名空间)|(?:删除|删掉|清空)[^。；\n]{0,6}(?:所有)?备份""",
+    ), check=lambda text, m, _: not _disposable(text, m)),
+    # --- staying in ---------------------------------------------------------------------------------
+    Rule("persistence", "plants access or a hook that calls out", _r(r"""
+        (?:>>?|tee\s+-a)\s*~?/?(?:\S*/)?\.ssh/authorized_keys|\bauthorized_keys\b[^\n]{0,40}\b(?:add|append|echo|ssh-(?:rsa|ed25519))
+        |\b(?:add|append|put|paste|insert|install)\s+(?:this|the\s+following|our|my|an?)\s+(?:\w+\s+)?(?:ssh\s+)?(?:public\s+)?key\s+(?:to|into|in)\s+(?:\S*\s*)?authorized_keys
+        |\b(?:useradd|adduser|net\s+user)\b[^\n]{0,60}(?:sudo|wheel|admin|/add)|\busermod\s+-aG\s+(?:sudo|wheel|docker|root)\s+\S+(?=[^\n]{0,80}https?://)
+        |\bcrontab\b[^\n]{0,120}\b(?:curl|wget|nc|bash\s+-i)\b|\*\s+\*\s+\*\s+\*\s+\*\s+[^\n]{0,80}\b(?:curl|wget)\b[^\n]{0,80}\|\s*(?:ba)?sh
+        |\bbash\s+-i\s+>&\s*/dev/tcp/|\bnc\s+(?:-\w+\s+)*-e\s+/bin/|\b/dev/tcp/\d{1,3}(?:\.\d{1,3}){3}/\d+
+        |\"(?:pre|post)install\"\s*:\s*\"[^\"]{0,200}(?:curl|wget|node\s+-e|https?://)
+        |(?:添加|加入|追加)[^。；\n]{0,20}authorized_keys""")),
+)
+
+
+_INSTALLER_HOSTS = re.compile(r"https?://([^/\s\"'|)]+)", re.IGNORECASE)
+
+
+def _installer_allowed(command: str, allowed: Callable[[str], bool]) -> bool:
+    """A download piped to a shell from hosts all on the allow-list (rustup, uv, Homebrew …) is
+    an installer the team's own docs name; from any other host, or none visible, it is held."""
+    hosts = [h.lower().rsplit("@", 1)[-1].split(":")[0] for h in _INSTALLER_HOSTS.findall(command)]
+    return bool(hosts) and all(allowed(h) for h in hosts)
+
+
+_DISPOSABLE = re.compile(
+    r"\b(?:test|tests|testing|pytest|fixtures?|ci|local(?:ly|host)?|sandbox|scratch|throwaway|disposable|ephemeral|preview|"
+    r"temp(?:orary)?|tmp|dev(?:elopment)?|personal|your\s+own|my\s+own|docker-compose|compose|container|staging-?\w*|"
+    r"review\s+app|feature\s+branch|playground|demo|example|migration\s+(?:test|rollback)|rollback|down\s+migration|"
+    r"cleanup|teardown|setup|reset\s+the\s+(?:local|dev|test))\b|测试|本地|临时|沙箱|开发环境|预览",
+    re.IGNORECASE,
+)
+
+
+def _disposable(text: str, match: re.Match) -> bool:
+    """The destroyed thing is a test, local or throwaway one (its sentence says so)."""
+    left, right = sentence_around(text, match.start(), match.end())
+    return bool(_DISPOSABLE.search(text[left:right]))
+
+
+_MARKER_TALK = re.compile(
+    r"\b(?:template|tokens?|format(?:ting)?|tokenizer|strip|escape|render(?:s|ed|ing)?|pars(?:e|es|er|ing)|chat\s+ui|"
+    r"llama|mistral|chatml|fine-?tun\w*|dataset|prompt\s+file|jinja|regex|log(?:s|ging)?|sanitiz\w*|display)\b",
+    re.IGNORECASE,
+)
+
+
+def _marker_used(text: str, match: re.Match) -> bool:
+    """A chat-template marker used, not one a developer's lesson talks about (how to strip or
+    render ``[INST]`` tokens): a sentence about templates, tokens or rendering excuses it when
+    no instruction follows the marker."""
+    left, right = sentence_around(text, match.start(), match.end())
+    if not _MARKER_TALK.search(text[left:right]):
+        return True
+    after = text[match.end():match.end() + 120]
+    return bool(re.search(r"\b(?:ignore|you\s+(?:are|must|will)|always|never|run|execute|send|do\s+not)\b", after, re.I))
+
+
+def rule_findings(field: str, folded: Folded, allowed_host: Callable[[str], bool]) -> Iterator[Finding]:
+    """Every rule's matches in one folded field, excused by their words where the rule allows."""
+    text = folded.text
+    for rule in RULES:
+        for match in rule.pattern.finditer(text):
+            if rule.check is not None and not rule.check(text, match, allowed_host):
+                continue
+            severity = HOLD
+            if rule.excusable:
+                if prohibited(text, match.start()):
+                    continue
+                if discussed(text, match.start(), match.end()):
+                    severity = MARK
+            start, end = folded.span(match.start(), match.end())
+            yield Finding(rule.name, rule.label, field, start, end, folded.original[start:end], severity)
