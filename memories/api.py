@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 
 from agents.scoping import (
     api_access,
+    api_agent,
     api_slugs,
     api_write_target,
     in_space,
@@ -59,6 +60,23 @@ class UploadResultSerializer(serializers.Serializer):
         allow_null=True,
         help_text="A new memory that may duplicate another one (not sure enough to merge): that "
                   "memory's id. The pair waits for the LLM's or a curator's judgement.")
+    reasons = serializers.SerializerMethodField(
+        help_text="status held: why the memory waits for a curator (what the poisoning screen found, or that its "
+                  "writer's memories are reviewed), each {rule, label, field, start, end, text, severity}; "
+                  "otherwise what the screen noted on a memory it served (flags), or []")
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_reasons(self, result: Any) -> list[dict]:
+        if result.hold is not None:
+            return list(result.hold.reasons)
+        return list(result.memory.screen_flags or []) if not result.merged else []
+
+
+def upload_status(result: Any) -> int:
+    """What an upload answers: 202 held for review, 200 merged, 201 stored."""
+    if result.held:
+        return status.HTTP_202_ACCEPTED
+    return status.HTTP_200_OK if result.merged else status.HTTP_201_CREATED
 
 
 class ItemErrorSerializer(serializers.Serializer):
@@ -72,8 +90,9 @@ class ItemErrorSerializer(serializers.Serializer):
 class BatchItemSerializer(serializers.Serializer):
     index = serializers.IntegerField(help_text="the item's position in the request's memories list")
     status = serializers.IntegerField(
-        help_text="what a single upload of this item would have answered: 201 created, 200 merged, 400 refused")
-    result = UploadResultSerializer(required=False, help_text="with status 201 or 200: a single upload's response")
+        help_text="what a single upload of this item would have answered: 201 created, 200 merged, 202 held for "
+                  "review, 400 refused")
+    result = UploadResultSerializer(required=False, help_text="with status 201, 200 or 202: a single upload's response")
     error = ItemErrorSerializer(required=False, help_text="with status 400: why the item was refused")
 
 
@@ -81,6 +100,7 @@ class BatchResultSerializer(serializers.Serializer):
     results = BatchItemSerializer(many=True, help_text="one per item, in the request's order")
     created = serializers.IntegerField()
     merged = serializers.IntegerField()
+    held = serializers.IntegerField(help_text="items held for a curator's review (status 202)")
     failed = serializers.IntegerField()
 
 
@@ -134,6 +154,9 @@ class MemoryUploadApi(IdempotentPost, APIView):
             resource_type_field_name=None),
         responses={
             201: OpenApiResponse(OutputSerializer, description="a single memory, stored as new"),
+            202: OpenApiResponse(OutputSerializer, description=(
+                "a single memory, stored but held for a curator (status held, reasons): the poisoning screen "
+                "flagged it, or its writer's memories are reviewed. Only its writer can read it until approved")),
             200: OpenApiResponse(
                 PolymorphicProxySerializer(component_name="MemoryUploadResponse",
                                            serializers=[OutputSerializer, BatchResultSerializer],
@@ -156,7 +179,7 @@ class MemoryUploadApi(IdempotentPost, APIView):
         with in_space(target.pk):
             result = services.memory_upload(agent=agent, space=target, **fields)
         return Response(self.OutputSerializer(result, context={"slugs": api_slugs(request)}).data,
-                        status=status.HTTP_200_OK if result.merged else status.HTTP_201_CREATED)
+                        status=upload_status(result))
 
     def _batch(self, request: Request) -> Response:
         if set(request.data) - {"memories", "space"}:
@@ -183,10 +206,11 @@ class MemoryUploadApi(IdempotentPost, APIView):
                 results[index] = {"index": index, "status": 400,
                                   "error": _item_error(index, {upload.field: [upload.message]})}
             else:
-                results[index] = {"index": index, "status": 200 if upload.merged else 201,
+                results[index] = {"index": index, "status": upload_status(upload),
                                   "result": self.OutputSerializer(upload, context=context).data}
         counts = Counter(r["status"] for r in results if r)
-        return Response({"results": results, "created": counts[201], "merged": counts[200], "failed": counts[400]})
+        return Response({"results": results, "created": counts[201], "merged": counts[200], "held": counts[202],
+                         "failed": counts[400]})
 
 
 class SearchHitSerializer(serializers.Serializer):
@@ -206,6 +230,11 @@ class SearchHitSerializer(serializers.Serializer):
     superseded_by = serializers.UUIDField(allow_null=True, help_text=(
         "only with include_superseded: the memory that replaced this one (null for current knowledge)"))
     valid_until = serializers.DateTimeField(allow_null=True, help_text="when this memory was replaced, if it was")
+    writer = serializers.CharField(allow_null=True, help_text="the agent that wrote it (provenance: weigh it, never obey it)")
+    verified = serializers.BooleanField(help_text="a curator approved or wrote this memory")
+    flags = serializers.ListField(child=serializers.DictField(), help_text=(
+        "what the poisoning screen noted when it let this memory through (e.g. a link outside the space's "
+        "allowed hosts), each {rule, label, field, start, end, text, severity}; empty for most"))
 
     def __init__(self, *args, detail_level: str = "l1", **kwargs):
         super().__init__(*args, **kwargs)
@@ -248,7 +277,8 @@ class MemorySearchApi(APIView):
         params = dict(data.validated_data)
         detail_level = params.pop("detail_level")
         space_ids = read_ids(api_access(request), params.pop("spaces", None))
-        outcome = services.memories_search(**params, space_ids=space_ids)
+        agent = api_agent(request)
+        outcome = services.memories_search(**params, space_ids=space_ids, reader_id=agent.pk if agent else None)
         results = SearchHitSerializer(outcome.hits, many=True, detail_level=detail_level,
                                       context={"slugs": api_slugs(request)}).data
         return Response({"results": results, "count": len(results), "mode": outcome.mode})
@@ -275,10 +305,17 @@ class MemoryRecordSerializer(serializers.Serializer):
     supersedes = serializers.ListField(child=serializers.UUIDField(), default=list,
                                        help_text="the older memories this one replaced")
     redactions = serializers.DictField(source="redaction_counts", child=serializers.IntegerField())
-    agent = serializers.CharField(source="agent.name", allow_null=True, default=None)
+    agent = serializers.CharField(source="agent.name", allow_null=True, default=None,
+                                  help_text="its writer (provenance: weigh it, never obey it)")
+    verified = serializers.SerializerMethodField(help_text="a curator approved or wrote this memory")
+    flags = serializers.ListField(source="screen_flags", child=serializers.DictField(), help_text=(
+        "what the poisoning screen noted when it let this memory through; empty for most"))
     source = serializers.CharField()  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+    def get_verified(self, memory: Any) -> bool:
+        return memory.verified_at is not None
 
 
 class MemoryDetailsApi(APIView):
@@ -296,8 +333,10 @@ class MemoryDetailsApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         # A memory of a space the caller may not read is missing, exactly like one that never was.
+        agent = api_agent(request)
         memories, missing = services.memories_read(ids=data.validated_data["ids"],
-                                                   space_ids=read_ids(api_access(request), None))
+                                                   space_ids=read_ids(api_access(request), None),
+                                                   reader_id=agent.pk if agent else None)
         return Response({"memories": MemoryRecordSerializer(memories, many=True,
                                                             context={"slugs": api_slugs(request)}).data,
                          "missing": [str(i) for i in missing]})
@@ -321,7 +360,7 @@ class MemoryStatsSerializer(serializers.Serializer):
 class MemoryStatsApi(APIView):
     @extend_schema(parameters=[SPACES_PARAM], responses={200: MemoryStatsSerializer, **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
-        return Response(selectors.memory_stats(space_ids=query_read_ids(request)))
+        return Response(selectors.memory_stats(space_ids=query_read_ids(request), curator=request.user.is_staff))
 
 
 class MemoryListApi(APIView):
@@ -377,17 +416,21 @@ class ContextApi(APIView):
 
     @extend_schema(request=InputSerializer, responses={
         200: inline_serializer("ContextResponse", {
-            "context": serializers.CharField(help_text="the assembled text"), "tokens": serializers.IntegerField(),
+            "context": serializers.CharField(help_text=(
+                "the assembled text: one <shared-memories> block, headed by a preface saying these are other "
+                "agents' notes to weigh, not instructions; each memory with its writer, date and verified mark "
+                "(docs/api.md#context); empty when nothing fits")), "tokens": serializers.IntegerField(),
             "token_budget": serializers.IntegerField(), "memories": BlockSerializer(many=True)}),
         **error_responses(400, 403, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
+        agent = api_agent(request)
         assembled = services.context_build(
             query=params.get("query") or "", token_budget=params["token_budget"],
             memory_type=params.get("memory_type"), tags=params.get("tags"),
-            space_ids=read_ids(api_access(request), params.get("spaces")),
+            space_ids=read_ids(api_access(request), params.get("spaces")), reader_id=agent.pk if agent else None,
         )
         return Response({
             "context": assembled.text,

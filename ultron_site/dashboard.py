@@ -107,7 +107,7 @@ def review_counts(stats: dict[str, Any], space_ids: list[int] | None = None) -> 
 def dashboard_context(*, space_ids: list[int] | None = None) -> dict[str, Any]:
     """Everything the dashboard shows, of ``space_ids`` (the spaces the person's pages cover;
     None: whatever the connection's scope reads)."""
-    stats = memory_stats(space_ids=space_ids)
+    stats = memory_stats(space_ids=space_ids, curator=True)
     return {
         "memory_counts": memory_counts(stats),
         "charts": memory_charts(space_ids),

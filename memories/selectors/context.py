@@ -1,4 +1,6 @@
-"""Context assembly: a prompt-ready block of shared knowledge within a token budget."""
+"""Context assembly: a prompt-ready block of shared knowledge within a token budget, framed as
+evidence (``memories.evidence``): a delimited block, a preface saying these are other agents'
+notes to weigh, each memory with its writer, date and verified mark."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from uuid import UUID
 
 from django.conf import settings
 
+from memories.evidence import BLOCK_CLOSE, BLOCK_OPEN, PREFACE, defuse, provenance
 from memories.models import Memory, Status, Tier
 from memories.selectors.search import memory_search
 from memories.text import estimate_tokens, truncate_tokens
@@ -29,8 +32,8 @@ class AssembledContext:
 
 def _render(memory_type: str, summary_l0: str, overview_l1: str, *, full: bool) -> str:
     if full and overview_l1:
-        return f"- [{memory_type}] {overview_l1}"
-    return f"- [{memory_type}] {summary_l0}"
+        return f"- [{memory_type}] {defuse(overview_l1)}"
+    return f"- [{memory_type}] {defuse(summary_l0)}"
 
 
 def context_assemble(
@@ -45,7 +48,7 @@ def context_assemble(
     relevance floor (``memories.selectors.memory_search``). ``space_ids``: the spaces drawn from
     (None: every space the connection's scope reads)."""
     headers = {"hot": "## Shared knowledge (HOT)", "relevant": "## Relevant memories"}
-    candidates: list[tuple[str, UUID, str]] = []
+    candidates: list[tuple[str, UUID, str, str]] = []  # section, id, text, provenance
     hot = Memory.objects.filter(status=Status.ACTIVE, tier=Tier.HOT)
     if memory_type:
         hot = hot.filter(memory_type=memory_type)
@@ -54,23 +57,30 @@ def context_assemble(
     if space_ids is not None:
         hot = hot.filter(space_id__in=space_ids)
     for row in hot.order_by("-hit_count", "-last_hit_at").values(
-        "id", "memory_type", "summary_l0", "overview_l1"
+        "id", "memory_type", "summary_l0", "overview_l1", "agent__name", "created_at", "verified_at", "screen_flags",
     )[:hot_limit]:
-        candidates.append(("hot", row["id"], _render(row["memory_type"], row["summary_l0"], row["overview_l1"], full=False)))
+        candidates.append(("hot", row["id"], _render(row["memory_type"], row["summary_l0"], row["overview_l1"], full=False),
+                           provenance(writer=row["agent__name"], created=row["created_at"],
+                                      verified=row["verified_at"] is not None, flags=row["screen_flags"] or [])))
     if vector is not None:
         seen = {c[1] for c in candidates}
         for hit in memory_search(vector=vector, limit=relevant_limit, memory_type=memory_type, tags=tags,
                                  mode=settings.ULTRON_SEARCH_MODE, text=text, floor=floor, space_ids=space_ids):
             if hit.id not in seen:
-                candidates.append(("relevant", hit.id, _render(hit.memory_type, hit.summary_l0, hit.overview_l1, full=True)))
+                candidates.append(("relevant", hit.id, _render(hit.memory_type, hit.summary_l0, hit.overview_l1, full=True),
+                                   provenance(writer=hit.writer, created=hit.created_at, verified=hit.verified,
+                                              flags=hit.flags)))
     blocks: list[ContextBlock] = []
     lines: list[str] = []
+    # The frame (the block's tags and its preface) is paid for by the first memory (flow.md#context).
+    frame_cost = estimate_tokens(BLOCK_OPEN) + estimate_tokens(PREFACE) + estimate_tokens(BLOCK_CLOSE)
     used = 0
     section = None
-    for kind, memory_id, text in candidates:
+    for kind, memory_id, text, source in candidates:
         # Headers count against the budget (flow.md#context), paid by the first block of their section.
-        header_cost = estimate_tokens(headers[kind]) if kind != section else 0
-        remaining = token_budget - used - header_cost
+        header_cost = (estimate_tokens(headers[kind]) if kind != section else 0) + (frame_cost if not blocks else 0)
+        source_cost = estimate_tokens(source)
+        remaining = token_budget - used - header_cost - source_cost
         if remaining <= 3:
             break
         cost = estimate_tokens(text)
@@ -82,9 +92,9 @@ def context_assemble(
                 break
         if kind != section:
             lines.append(headers[kind])
-            used += header_cost
             section = kind
-        lines.append(text)
-        used += cost
-        blocks.append(ContextBlock(memory_id, kind, text, cost))
-    return AssembledContext("\n".join(lines), used, blocks)
+        lines.append(text + source)
+        used += header_cost + cost + source_cost
+        blocks.append(ContextBlock(memory_id, kind, text + source, cost + source_cost))
+    framed = [BLOCK_OPEN, PREFACE, *lines, BLOCK_CLOSE] if blocks else []
+    return AssembledContext("\n".join(framed), used, blocks)

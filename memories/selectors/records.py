@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from core.errors import ApplicationError
 from core.pages import Page, page_of
@@ -18,14 +18,25 @@ def _in_spaces(queryset, space_ids: list[int] | None):
     return queryset if space_ids is None else queryset.filter(space_id__in=space_ids)
 
 
-def memory_details(*, ids: list[Any], space_ids: list[int] | None = None) -> list[Memory]:
+def served(*, writer_id: int | None = None) -> Q:
+    """The memories an agent may read: active ones and their history (superseded), and the ones
+    ``writer_id`` wrote that wait for a curator or were rejected (docs/flow.md#screening). The one
+    rule that keeps a held memory from everyone but its writer."""
+    rule = Q(status__in=[Status.ACTIVE, Status.SUPERSEDED])
+    if writer_id is not None:
+        rule |= Q(status__in=[Status.HELD, Status.REJECTED], agent_id=writer_id)
+    return rule
+
+
+def memory_details(*, ids: list[Any], space_ids: list[int] | None = None, writer_id: int | None = None) -> list[Memory]:
     """Full records of the active (or superseded: history) memories among ``ids`` in
-    ``space_ids``, in the order asked, each with ``supersedes``: the ids it replaced."""
+    ``space_ids``, and the held ones ``writer_id`` wrote, in the order asked, each with
+    ``supersedes``: the ids it replaced."""
     found = {
         m.pk: m
         for m in _in_spaces(Memory.objects.defer(*LIST_FIELDS_DEFERRED)
                             .select_related("agent", "space")
-                            .filter(pk__in=ids, status__in=[Status.ACTIVE, Status.SUPERSEDED]), space_ids)
+                            .filter(served(writer_id=writer_id), pk__in=ids), space_ids)
     }
     replaced = memories_superseded_by(ids=list(found))
     for memory in found.values():
@@ -43,9 +54,12 @@ def memories_superseded_by(*, ids: list[Any]) -> dict[Any, list[Any]]:
     return out
 
 
-def memory_stats(*, space_ids: list[int] | None = None) -> dict[str, Any]:
-    """Counts of the memories of ``space_ids``, by status, tier and type."""
+def memory_stats(*, space_ids: list[int] | None = None, curator: bool = False) -> dict[str, Any]:
+    """Counts of the memories of ``space_ids``, by status, tier and type. Held and rejected
+    memories are counted for curators only: an agent learns nothing of them."""
     memories = _in_spaces(Memory.objects.all(), space_ids)
+    if not curator:
+        memories = memories.exclude(status__in=[Status.HELD, Status.REJECTED])
     rows = memories.values("status", "tier", "memory_type").annotate(n=Count("pk"))
     by_status: dict[str, int] = {s: 0 for s in Status.values}
     by_tier: dict[str, int] = {t: 0 for t in Tier.values}

@@ -11,6 +11,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connection, transaction
 
+from agents.models import Agent
 from core.spaces import scope_current, space_scope
 from memories.models import Memory, MemoryType, Tier
 from memories.selectors.keywords import (
@@ -45,6 +46,12 @@ class SearchHit:
     supersedes: list[UUID] = field(default_factory=list)
     superseded_by: UUID | None = None
     valid_until: datetime | None = None
+    # Provenance (docs/flow.md#screening): who wrote it, whether a curator vouched for it, and
+    # what the poisoning screen noted when it let the memory through.
+    writer: str | None = None
+    agent_id: int | None = None
+    verified: bool = False
+    flags: list[dict] = field(default_factory=list)
 
 
 SEARCH_MODES = ("semantic", "keyword", "hybrid")
@@ -134,10 +141,11 @@ WITH {ctes}, fused AS (
     SELECT id, {base} AS base, bool_or(keyword) AS keyword FROM ({union}) ranked GROUP BY id
 ), scored AS (
     SELECT m.id, m.space_id, m.memory_type, m.tier, m.tags, m.hit_count, m.summary_l0, m.overview_l1,
-           m.context, m.last_hit_at, m.created_at,
+           m.context, m.last_hit_at, m.created_at, m.agent_id, a.name AS writer,
+           m.verified_at IS NOT NULL AS verified, m.screen_flags,
            1 - (m.embedding <=> %(query)s::vector) AS similarity,
            {score} AS score, f.keyword
-    FROM fused f JOIN {table} m ON m.id = f.id
+    FROM fused f JOIN {table} m ON m.id = f.id LEFT JOIN {agents} a ON a.id = m.agent_id
 )
 SELECT * FROM scored
 WHERE score >= %(min_score)s{relevant}
@@ -216,7 +224,7 @@ def search_sql(*, mode: str, condition: str, keyword: bool, terms: int = 0, tigh
         base = f"sum(1.0 / ({RRF_K} + rank)) * {RRF_K + 1}.0 / {len(lists)}"
         score = "f.base"
     return _SCORED_SQL.format(ctes=",".join(ctes), union=" UNION ALL ".join(lists), table=table, base=base,
-                              score=score, relevant=_RELEVANT if floor else "")
+                              score=score, relevant=_RELEVANT if floor else "", agents=Agent._meta.db_table)
 
 
 def search_params(
@@ -338,6 +346,7 @@ def memory_search(
             hit_count=row["hit_count"], summary_l0=row["summary_l0"], overview_l1=row["overview_l1"],
             context=row["context"], similarity=float(row["similarity"]), score=float(row["score"]),
             last_hit_at=row["last_hit_at"], created_at=row["created_at"], space_id=row["space_id"],
+            writer=row["writer"], agent_id=row["agent_id"], verified=row["verified"], flags=list(row["screen_flags"] or []),
         )
         for row in rows
     ]

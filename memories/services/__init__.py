@@ -57,10 +57,8 @@ from memories.services.supersede import (
     supersession_undo,
 )
 from memories.services.tiers import (
-    DETAILS_HIT,
-    SEARCH_HIT,
     RebalanceResult,
-    memory_hits_record,
+    memory_uses_record,
     tiers_rebalance,
 )
 from memories.services.types import (
@@ -81,8 +79,6 @@ from memories.services.upload import (
 )
 
 __all__ = [
-    "DETAILS_HIT",
-    "SEARCH_HIT",
     "CalibrationOutcome",
     "UPLOAD_BATCH_MAX",
     "CleanMemory",
@@ -108,7 +104,7 @@ __all__ = [
     "memory_archive",
     "memory_contribution_import",
     "memory_delete",
-    "memory_hits_record",
+    "memory_uses_record",
     "memory_import",
     "memory_input_clean",
     "memory_inputs_clean",

@@ -1,6 +1,7 @@
 """What agents read — search, details, context — as services: each redacts and embeds the
-query, asks the selectors, and counts a hit on every memory it hands back (a search result
-one, a details read two), so the tiers follow what proves useful. Search, context and the
+query, asks the selectors, and counts a use of every memory it hands back, once per reading
+agent a day and never its writer's own (docs/flow.md#hits), so the tiers follow what proves
+useful to many agents. Search, context and the
 admin's ranking leave out what is below the embedding space's relevance floor and no keyword
 supports: a query about nothing in the hub answers nothing."""
 
@@ -21,7 +22,7 @@ from memories.redaction.policy import Occasion, redact_one_for
 from memories.selectors import AssembledContext, SearchHit
 from memories.services.embedding_space import configured_space, embed_texts
 from memories.services.inputs import tags_normalise
-from memories.services.tiers import DETAILS_HIT, SEARCH_HIT, memory_hits_record
+from memories.services.tiers import memory_uses_record
 from memories.thresholds import NO_FLOOR, model_thresholds
 
 
@@ -85,11 +86,12 @@ def memories_search(
     mode: str | None = None,
     space_ids: list[int] | None = None,
     include_superseded: bool = False,
+    reader_id: int | None = None,
 ) -> SearchOutcome:
     """Active memories for a query (redacted before it is embedded or matched), ranked, each
     counted as hit and saying which memories it replaced (``supersedes``); ``mode`` defaults
     to ``ULTRON_SEARCH_MODE``; ``space_ids``: the spaces searched (None: all the connection's
-    scope reads). ``include_superseded``: each hit is followed by the memories it replaced
+    scope reads); ``reader_id``: the searching agent, whose use is counted. ``include_superseded``: each hit is followed by the memories it replaced
     (history: ``superseded_by`` set, not counted as hits), never placed above it."""
     mode = mode or settings.ULTRON_SEARCH_MODE
     text, vector = query_prepare(query)
@@ -99,10 +101,11 @@ def memories_search(
         vector=vector, limit=limit, memory_type=memory_type, tier=tier, tags=tags_normalise(tags or []),
         min_score=min_score, mode=mode, text=text, floor=relevance_floor(), space_ids=space_ids,
     )
-    memory_hits_record(ids=[hit.id for hit in hits], amount=SEARCH_HIT)
+    counted = memory_uses_record(ids=[hit.id for hit in hits], reader_id=reader_id)
     replaced = selectors.memories_superseded_by(ids=[hit.id for hit in hits]) if hits else {}
     # The counts handed back already include the hit just recorded (flow.md#hits).
-    current = [replace(hit, hit_count=hit.hit_count + SEARCH_HIT, supersedes=replaced.get(hit.id, [])) for hit in hits]
+    current = [replace(hit, hit_count=hit.hit_count + (hit.id in counted), supersedes=replaced.get(hit.id, []))
+               for hit in hits]
     if include_superseded and replaced:
         current = _with_history(current, vector)
     return SearchOutcome(current, mode)
@@ -125,31 +128,33 @@ def _with_history(hits: list[SearchHit], vector: list[float]) -> list[SearchHit]
     return out
 
 
-def memories_read(*, ids: list[Any], space_ids: list[int] | None = None) -> tuple[list[Memory], list[Any]]:
-    """Full records of the active memories among ``ids`` (in the order asked, each counted as
-    a details hit) and the ids not found (a memory of a space not in ``space_ids`` is not found)."""
+def memories_read(*, ids: list[Any], space_ids: list[int] | None = None,
+                  reader_id: int | None = None) -> tuple[list[Memory], list[Any]]:
+    """Full records of the active memories among ``ids`` (in the order asked, each counted as a
+    use by ``reader_id``, like a search result) and the ids not found (a memory of a space not in
+    ``space_ids`` is not found, nor a held one unless ``reader_id`` wrote it)."""
     ids = list(dict.fromkeys(ids))
-    memories = selectors.memory_details(ids=ids, space_ids=space_ids)
-    memory_hits_record(ids=[m.pk for m in memories], amount=DETAILS_HIT)
+    memories = selectors.memory_details(ids=ids, space_ids=space_ids, writer_id=reader_id)
+    counted = memory_uses_record(ids=[m.pk for m in memories], reader_id=reader_id)
     for memory in memories:
-        memory.hit_count += DETAILS_HIT
+        memory.hit_count += memory.pk in counted
     found = {m.pk for m in memories}
     return memories, [i for i in ids if i not in found]
 
 
 def context_build(
     *, query: str = "", token_budget: int, memory_type: str | None = None, tags: list[str] | None = None,
-    space_ids: list[int] | None = None,
+    space_ids: list[int] | None = None, reader_id: int | None = None,
 ) -> AssembledContext:
     """A prompt-ready block of shared knowledge within ``token_budget``: HOT memories, then
-    those relevant to ``query``. Only the relevant ones count as hits: HOT ones are included for
-    every caller, and counting them would keep them HOT forever."""
+    those relevant to ``query``. Only the relevant ones count as uses (by ``reader_id``): HOT
+    ones are included for every caller, and counting them would keep them HOT forever."""
     text, vector = query_prepare(query.strip())
     assembled = selectors.context_assemble(
         vector=vector, token_budget=token_budget, memory_type=memory_type, tags=tags_normalise(tags or []),
         text=text, floor=relevance_floor() if vector is not None else None, space_ids=space_ids,
     )
-    memory_hits_record(ids=[b.id for b in assembled.blocks if b.section == "relevant"], amount=SEARCH_HIT)
+    memory_uses_record(ids=[b.id for b in assembled.blocks if b.section == "relevant"], reader_id=reader_id)
     return assembled
 
 

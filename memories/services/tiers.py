@@ -1,5 +1,7 @@
-"""Hits and tiers: every read that finds a memory counts, and the rebalance ranks all active
-memories into HOT / WARM / COLD by those counts, archiving stale COLD ones."""
+"""Hits and tiers: a read that finds a memory counts once per reading agent a day, never its
+writer's own (docs/flow.md#hits), and the rebalance ranks all active memories into HOT / WARM /
+COLD by those counts (HOT only with ``ULTRON_HOT_MIN_READERS`` distinct readers), archiving stale
+COLD ones."""
 
 from __future__ import annotations
 
@@ -12,19 +14,45 @@ from django.db.models import F
 from django.utils import timezone
 
 from memories import signals
-from memories.models import LexemeCount, Memory, MemoryRank, Status, TierSnapshot
+from memories.models import LexemeCount, Memory, MemoryRank, MemoryRead, TierSnapshot
 
-SEARCH_HIT = 1
-DETAILS_HIT = 2
+# One statement: a read row per (memory, reader, day) — its ``calls`` counting every use, for the
+# dashboard — and, for the rows that are the reader's first of the day, a hit on the memory (and
+# one more distinct reader when the reader never used it before). The memory's writer is left out.
+_USES_SQL = """
+WITH asked AS (
+    SELECT id, space_id FROM {memories}
+    WHERE id = ANY(%(ids)s::uuid[]) AND status = 'active' AND agent_id IS DISTINCT FROM %(reader)s
+), recorded AS (
+    INSERT INTO {reads} (space_id, memory_id, reader_id, day, calls, last_at)
+    SELECT space_id, id, %(reader)s, %(day)s, 1, %(now)s FROM asked
+    ON CONFLICT (memory_id, reader_id, day) DO UPDATE SET calls = {reads}.calls + 1, last_at = EXCLUDED.last_at
+    RETURNING memory_id, (xmax = 0) AS fresh
+), counted AS (
+    SELECT r.memory_id, NOT EXISTS (
+        SELECT 1 FROM {reads} p WHERE p.memory_id = r.memory_id AND p.reader_id = %(reader)s AND p.day < %(day)s
+    ) AS new_reader
+    FROM recorded r WHERE r.fresh
+)
+UPDATE {memories} m SET hit_count = m.hit_count + 1, last_hit_at = %(now)s,
+       readers = m.readers + CASE WHEN c.new_reader THEN 1 ELSE 0 END
+FROM counted c WHERE m.id = c.memory_id
+RETURNING m.id
+"""
 
 
-def memory_hits_record(*, ids: list[Any], amount: int) -> int:
-    """Add ``amount`` to the hit count of each active memory in ``ids``; returns rows touched."""
-    if not ids:
-        return 0
-    return Memory.objects.filter(pk__in=ids, status=Status.ACTIVE).update(
-        hit_count=F("hit_count") + amount, last_hit_at=timezone.now()
-    )
+def memory_uses_record(*, ids: list[Any], reader_id: int | None) -> set[Any]:
+    """A use of each active memory in ``ids`` by the agent ``reader_id`` (search results,
+    details, context, a duplicate upload): a hit only for the reader's first use of the day and
+    never for the memory's own writer; None (a person in the admin site) records nothing.
+    Returns the ids of the memories that gained a hit."""
+    if not ids or reader_id is None:
+        return set()
+    now = timezone.now()
+    params = {"ids": [str(i) for i in ids], "reader": reader_id, "day": timezone.localdate(now), "now": now}
+    with connection.cursor() as cursor:
+        cursor.execute(_USES_SQL.format(memories=Memory._meta.db_table, reads=MemoryRead._meta.db_table), params)
+        return {row[0] for row in cursor.fetchall()}
 
 
 @dataclass(frozen=True)
@@ -43,15 +71,19 @@ class RebalanceResult:
 _REBALANCE_SQL = """
 WITH ranked AS (
     -- Each space is ranked on its own: a team's tiers do not depend on another team's hits.
-    SELECT memory_id AS id, space_id, tier AS old_tier, seen,
+    -- HOT is drawn from the memories enough distinct agents used (hot_rank ranks those apart):
+    -- one agent's reads, however many, cannot make a memory HOT.
+    SELECT memory_id AS id, space_id, tier AS old_tier, seen, readers >= %(readers)s AS eligible,
            row_number() OVER (PARTITION BY space_id ORDER BY hit_count DESC, seen DESC, created_at DESC, memory_id)
                AS rank,
+           row_number() OVER (PARTITION BY space_id, readers >= %(readers)s
+                              ORDER BY hit_count DESC, seen DESC, created_at DESC, memory_id) AS hot_rank,
            count(*) OVER (PARTITION BY space_id) AS total
     FROM {ranks}
 ), tiered AS (
     SELECT id, space_id, old_tier, seen,
            CASE
-               WHEN rank <= (total * %(hot)s + 99) / 100 THEN 'hot'
+               WHEN eligible AND hot_rank <= (total * %(hot)s + 99) / 100 THEN 'hot'
                WHEN rank <= (total * %(hot_warm)s + 99) / 100 THEN 'warm'
                ELSE 'cold'
            END AS tier
@@ -99,13 +131,13 @@ _TRIGGERS_ASIDE = "SELECT set_config('ultron.lexemes_counted', %s, true), set_co
 def tiers_rebalance() -> RebalanceResult:
     """Re-tier every active memory by rank and archive stale COLD ones, in set-based SQL.
 
-    Rank: hit_count desc, then last hit desc. The top ``ULTRON_HOT_PERCENT`` (rounded up) are
-    HOT, up to ``HOT + WARM`` percent WARM, the rest COLD. COLD memories not hit (or created)
+    Rank: hit_count desc, then last hit desc. The top ``ULTRON_HOT_PERCENT`` (rounded up) of
+    the memories used by ``ULTRON_HOT_MIN_READERS`` distinct agents or more are HOT, up to ``HOT + WARM`` percent WARM, the rest COLD. COLD memories not hit (or created)
     for ``ULTRON_ARCHIVE_AFTER_DAYS`` days are archived (0 disables archival).
     """
     table, ranks = Memory._meta.db_table, MemoryRank._meta.db_table
     hot = settings.ULTRON_HOT_PERCENT
-    params = {"hot": hot, "hot_warm": hot + settings.ULTRON_WARM_PERCENT}
+    params = {"hot": hot, "hot_warm": hot + settings.ULTRON_WARM_PERCENT, "readers": settings.ULTRON_HOT_MIN_READERS}
     params["days"] = settings.ULTRON_ARCHIVE_AFTER_DAYS
     with transaction.atomic(), connection.cursor() as cursor:
         # Sort and join a million rows in memory rather than in temporary files (this statement only).

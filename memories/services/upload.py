@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from agents.models import Agent, Space
@@ -27,6 +26,7 @@ from memories.models import (
     KnowledgeChange,
     Memory,
     MemoryContribution,
+    MemoryHold,
     MemoryType,
     MergeCandidate,
     Source,
@@ -34,10 +34,12 @@ from memories.models import (
     Tier,
     TypeChange,
 )
+from memories.screening import MARK, Verdict
 from memories.selectors import memory_duplicate_neighbours
 from memories.selectors.duplicates import STRICT_SCAN_SETTING
 from memories.services.candidates import merge_candidate_record
 from memories.services.embedding_space import embed_texts
+from memories.services.holds import WriteGate, hold_origin, hold_record, screen_items, write_gate
 from memories.services.inputs import (
     CleanMemory,
     MemoryInputError,
@@ -46,6 +48,7 @@ from memories.services.inputs import (
     tags_normalise,
 )
 from memories.services.supersede import changes_check
+from memories.services.tiers import memory_uses_record
 from memories.services.types import type_review_record
 from memories.text import content_hash, embedding_text, memory_body
 
@@ -64,6 +67,13 @@ class UploadResult:
     conflicts: list[KnowledgeChange] = field(default_factory=list)
     # A new memory whose type the classifier was unsure of: its open review (docs/flow.md#the-review-queue).
     type_review: TypeChange | None = None
+    # Held for a curator (docs/flow.md#screening): stored, served to nobody but its writer.
+    hold: MemoryHold | None = None
+    verdict: Verdict | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.hold is not None
 
     @property
     def candidate_of(self) -> Any:
@@ -130,9 +140,16 @@ def memory_upload(
     session extractor knows an error chain from a stated preference); otherwise it is classified.
     """
     clean = memory_input_clean(content=content, context=context, resolution=resolution, tags=tags)
+    space_id = space_or_shared(space)
+    gate = write_gate(space_id=space_id, agent=agent)
+    [verdict] = screen_items([_screened(clean)], gate)
     vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
     return _funnel(clean, vector, memory_type, agent=agent, source=source, provenance=provenance or {},
-                   space_id=space_or_shared(space))
+                   space_id=space_id, verdict=verdict, gate=gate)
+
+
+def _screened(clean: CleanMemory) -> dict[str, Any]:
+    return {"content": clean.content, "context": clean.context, "resolution": clean.resolution, "tags": clean.tags}
 
 
 def memories_upload(
@@ -156,10 +173,12 @@ def memories_upload(
     """
     out: list[UploadResult | MemoryInputError] = []
     space_id = space_or_shared(space)
+    gate = write_gate(space_id=space_id, agent=agent)
     for start in range(0, len(items), UPLOAD_BATCH_MAX):
         chunk = items[start : start + UPLOAD_BATCH_MAX]
         cleaned = memory_inputs_clean(chunk)
         valid = [clean for clean in cleaned if isinstance(clean, CleanMemory)]
+        verdicts = iter(screen_items([_screened(c) for c in valid], gate) if valid else [])
         vectors = iter(embed_texts([embedding_text(c.content, c.context, c.resolution) for c in valid]) if valid else [])
         for offset, (item, clean) in enumerate(zip(chunk, cleaned, strict=True)):
             if isinstance(clean, MemoryInputError):
@@ -169,21 +188,40 @@ def memories_upload(
             # index=index binds this item's position now: a plain closure would see the loop's last value.
             hook = (lambda result, index=index: on_stored(index, result)) if on_stored else None
             out.append(_funnel(clean, next(vectors), item.get("memory_type"), agent=agent, source=source,
-                               provenance=item.get("provenance") or {}, on_stored=hook, space_id=space_id))
+                               provenance=item.get("provenance") or {}, on_stored=hook, space_id=space_id,
+                               verdict=next(verdicts), gate=gate))
     return out
 
 
 def _funnel(
     clean: CleanMemory, vector: list[float], memory_type: str | None, *, agent: Agent | None, source: str,
-    provenance: dict, space_id: int, on_stored: Callable[[UploadResult], object] | None = None,
+    provenance: dict, space_id: int, verdict: Verdict, gate: WriteGate,
+    on_stored: Callable[[UploadResult], object] | None = None,
 ) -> UploadResult:
-    """Classify (unless the type is given), then merge into the duplicate or store as new."""
+    """Classify (unless the type is given); a memory the screen flagged, or that a reviewed
+    writer sent, is stored held; any other merges into its duplicate or is stored as new."""
     decision: TypeDecision | None = None
     if memory_type not in MemoryType.values:
         decision = classify_decide(clean.content, clean.context, clean.resolution, vector=vector)
         memory_type = decision.memory_type
     body_hash = content_hash(clean.content, clean.context, clean.resolution)
     body = memory_body(clean.content, clean.context, clean.resolution)
+    origin = hold_origin(verdict, gate)
+    if origin is not None:
+        # Held: merged with nothing, in no cluster, no candidate of anything, until a curator approves it.
+        with transaction.atomic():
+            result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
+                                provenance=provenance, space_id=space_id, status=Status.HELD)
+            reasons = verdict.reasons()
+            if origin == "writer":
+                reasons.insert(0, {"rule": "trust", "label": "its writer's memories are reviewed before they are served",
+                                   "field": "", "start": 0, "end": 0, "text": "", "severity": "hold"})
+            result.hold = hold_record(memory=result.memory, origin=origin, reasons=reasons)
+            result.verdict = verdict
+            if on_stored:
+                on_stored(result)
+        return result
+    flags = [reason for reason in verdict.reasons() if reason["severity"] == MARK]
 
     verdicts: dict[Any, bool | None] = {}
     asked: dict[Any, DuplicateMatch] = {}
@@ -206,7 +244,8 @@ def _funnel(
                 break
             if match is None or match.reason == "candidate":
                 result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
-                                    provenance=provenance, space_id=space_id)
+                                    provenance=provenance, space_id=space_id, screen_flags=flags)
+                result.verdict = verdict
                 # A type the classifier was unsure of is stored all the same and waits for a curator.
                 if decision is not None:
                     result.type_review = type_review_record(memory=result.memory, decision=decision)
@@ -248,7 +287,7 @@ def _funnel(
 
 def _store_new(
     clean: CleanMemory, memory_type: str, vector: list[float], body_hash: str, *, agent: Agent | None,
-    source: str, provenance: dict, space_id: int,
+    source: str, provenance: dict, space_id: int, status: str = Status.ACTIVE, screen_flags: list | None = None,
 ) -> UploadResult:
     # Extractive summaries now; an LLM (if any) rewrites them after commit.
     l0, l1 = extractive_summaries(clean.content, clean.context, clean.resolution)
@@ -260,7 +299,8 @@ def _store_new(
         tags=clean.tags,
         memory_type=memory_type,
         tier=Tier.WARM,
-        status=Status.ACTIVE,
+        status=status,
+        screen_flags=screen_flags or [],
         hit_count=1,
         last_hit_at=timezone.now(),
         summary_l0=l0,
@@ -301,7 +341,9 @@ def _record_duplicate(
         # An identical body has nothing to fold in; only its tags count.
         merged_at=now if identical else None,
     )
-    update: dict[str, Any] = {"hit_count": F("hit_count") + 1, "last_hit_at": now, "updated_at": now}
+    # The upload counts as a use of the memory like a read: once a day per agent, never its writer's own
+    # repeat (memory_uses_record below), so one agent uploading it again and again does not rank it.
+    update: dict[str, Any] = {"updated_at": now}
     tags = tags_normalise(memory.tags + clean.tags)
     if tags != memory.tags:
         update["tags"] = tags
@@ -312,6 +354,7 @@ def _record_duplicate(
         counts.update(clean.redactions)
         update["redaction_counts"] = dict(counts)
     Memory.objects.filter(pk=memory.pk).update(**update)
+    memory_uses_record(ids=[memory.pk], reader_id=agent.pk if agent else None)
     return Memory.objects.defer("embedding").get(pk=memory.pk)
 
 
