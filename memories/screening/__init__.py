@@ -80,6 +80,7 @@ def allowed_hosts_for(extra: Iterable[str] = ()) -> tuple[str, ...]:
 @dataclass
 class _Item:
     fields: dict[str, str]
+    hidden: list[tuple[str, str]] = field(default_factory=list)  # (field, decoded text)
     findings: list[Finding] = field(default_factory=list)
     texts: list[tuple[str, int, int, str]] = field(default_factory=list)  # (field, start, end, text) to classify
 
@@ -102,18 +103,20 @@ def _read(item: _Item, allowed, listed: tuple[str, ...]) -> None:
         item.findings.extend(rule_findings(name, folded, allowed))
         item.findings.extend(link_findings(name, folded, allowed, listed))
         item.texts.append((name, 0, len(raw), folded.text))
-        # What the field hides, screened as text of its own: tag characters, base64 and hex.
+        # What the field hides, screened as text of its own: tag characters, base64 and hex left
+        # by redaction (the upload passes what it decoded before redaction as ``hidden``).
+        hidden = [(name, decoded) for _, _, decoded in decoded_payloads(folded.text)]
         spelled = tag_text(raw)
-        hidden = [(0, len(raw), spelled)] if spelled.strip() else []
-        hidden.extend(decoded_payloads(folded.text))
-        for start, end, decoded in hidden:
-            inner = fold(decoded)
-            span = folded.span(start, end) if decoded is not spelled else (start, end)
-            for finding in [*rule_findings(name, inner, allowed), *link_findings(name, inner, allowed, listed)]:
-                item.findings.append(Finding(
-                    "encoded", f"hides an instruction in an encoded payload ({finding.label})", name, span[0], span[1],
-                    raw[span[0]:span[1]], HOLD))
-            item.texts.append((name, span[0], span[1], inner.text))
+        if spelled.strip():
+            hidden.append((name, spelled))
+        item.hidden.extend(hidden)
+    for name, decoded in dict.fromkeys(item.hidden):
+        inner = fold(decoded)
+        for finding in [*rule_findings(name, inner, allowed), *link_findings(name, inner, allowed, listed)]:
+            item.findings.append(Finding(
+                "encoded", f"hides an instruction in an encoded or invisible payload ({finding.label})", name, 0, 0,
+                "", HOLD))
+        item.texts.append((name, 0, 0, inner.text))
 
 
 def _classify(items: list[_Item], limits: Thresholds) -> list[float | None]:
@@ -134,18 +137,21 @@ def _classify(items: list[_Item], limits: Thresholds) -> list[float | None]:
         else:
             continue
         label = f"reads as a prompt injection to the classifier (score {score.main:.2f})"
-        item.findings.append(Finding("classifier", label, name, start, end, item.fields[name][start:end][:200], severity))
+        item.findings.append(Finding("classifier", label, name, start, end, item.fields.get(name, "")[start:end][:200],
+                                     severity))
     return best
 
 
 def memories_screen(items: Sequence[Mapping[str, object]], *, allowed_hosts: Iterable[str] = ()) -> list[Verdict]:
     """A verdict for each memory (a mapping of ``content``, ``context``, ``resolution``, ``tags``,
-    already redacted), in order; ``allowed_hosts``: the space's own, added to the hub's."""
+    already redacted, and ``hidden``: (field, text) pairs the fields hid, decoded before redaction
+    — ``memories.screening.hidden.hidden_texts``), in order; ``allowed_hosts``: the space's own,
+    added to the hub's."""
     try:
         listed = allowed_hosts_for(allowed_hosts)
         allowed = allowed_checker(listed)
         limits = thresholds()
-        read = [_Item(_fields(item)) for item in items]
+        read = [_Item(_fields(item), list(item.get("hidden") or [])) for item in items]  # type: ignore[call-overload]
         for item in read:
             _read(item, allowed, listed)
         best = _classify(read, limits)

@@ -81,6 +81,24 @@ def _readable(data: bytes) -> str | None:
     return text
 
 
+_ROT13 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+                       "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
+_ROT13_CUE = re.compile(r"\brot-?13\b", re.IGNORECASE)
+
+
+def hidden_texts(text: str) -> list[str]:
+    """Everything ``text`` hides that reads as text once decoded: what Unicode tag characters
+    spell, base64 and hex runs, and the whole text rot13-decoded when it says it is rot13. Read
+    from the text as sent (redaction replaces an encoded run by a placeholder)."""
+    out = [decoded for _, _, decoded in decoded_payloads(text)]
+    spelled = tag_text(text)
+    if spelled.strip():
+        out.append(spelled)
+    if _ROT13_CUE.search(text):
+        out.append(text.translate(_ROT13))
+    return out
+
+
 def decoded_payloads(text: str) -> Iterator[tuple[int, int, str]]:
     """Spans of ``text`` that decode (base64, hex) to readable text, with that text."""
     for match in _BASE64.finditer(text):
@@ -95,6 +113,8 @@ def decoded_payloads(text: str) -> Iterator[tuple[int, int, str]]:
         decoded = _readable(data)
         if decoded:
             yield match.start(), match.end(), decoded
+            for _, _, inner in decoded_payloads(decoded):  # encoded twice
+                yield match.start(), match.end(), inner
     for match in _HEX.finditer(text):
         digits = match.group(0).replace("\\x", "")
         try:

@@ -1,8 +1,8 @@
 """Links in a memory, against the space's allow-list (docs/flow.md#screening).
 
-A link to a host on the list passes. A link elsewhere is marked (served with a note) and held
-when it is what the memory asks the reader to fetch, install, run or send to, or when the host
-is one attacks favour whatever the words: a raw public IP address, a tunnel, paste or request
+A link to a host on the list passes, and so does a link elsewhere that is only there to be read
+(a team's dashboard, a ticket). A link elsewhere is held when it is what the memory asks the
+reader to fetch, install, run or send to, or when the host is one attacks favour whatever the words: a raw public IP address, a tunnel, paste or request
 catcher, a URL shortener, or a look-alike of an allowed host (``docs.pyth0n.org``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from memories.screening.rules import HOLD, MARK, Finding, prohibited
+from memories.screening.rules import HOLD, Finding, prohibited
 from memories.screening.text import Folded
 
 # Explicit schemes, and bare "www." hosts.
@@ -79,6 +79,12 @@ ALLOWED_DEFAULT = (
     "sh.rustup.rs", "rustup.rs", "get.docker.com", "deno.land", "deno.com", "bun.sh", "ollama.com", "nvm.sh",
     "install.python-poetry.org", "get.helm.sh", "get.k3s.io", "k3s.io", "sdkman.io", "get.sdkman.io",
     "pyenv.run", "starship.rs", "fnm.vercel.app", "volta.sh", "get.pnpm.io", "pnpm.io", "install.determinate.systems",
+    # package mirrors and repositories teams use in place of the main registries
+    "tsinghua.edu.cn", "ustc.edu.cn", "npmmirror.com", "goproxy.cn", "goproxy.io", "huaweicloud.com",
+    "tencent.com", "bitnami.com", "artifacthub.io", "k8s.io", "nodesource.com", "yarnpkg.com", "jsdelivr.net",
+    "unpkg.com", "cdnjs.cloudflare.com", "maven.google.com", "dl.google.com", "gradle.org", "jitpack.io",
+    "packages.microsoft.com", "download.visualstudio.microsoft.com", "apt.llvm.org", "ppa.launchpadcontent.net",
+    "download.pytorch.org", "developer.download.nvidia.com", "nvidia.com", "repo.anaconda.com",
     # local addresses are the reader's own machine
     "localhost",
 )
@@ -130,7 +136,7 @@ def _lookalike(host: str, allowed: Iterable[str]) -> str | None:
         if len(parts) < 2:
             continue
         other = parts[-2]
-        if len(other) < 5 or other == name:
+        if len(other) < 5 or other == name or (abs(len(other) - len(name)) > 2 and other not in name):
             continue
         if _skeleton(name) == _skeleton(other) or (len(name) >= 5 and _distance(name, other) <= (1 if len(other) < 8 else 2)):
             return candidate
@@ -148,13 +154,16 @@ def _catcher(host: str, url: str) -> bool:
     return False
 
 
+_LOCAL_NETS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"))
+
+
 def allowed_checker(hosts: Iterable[str]) -> Callable[[str], bool]:
     listed = tuple(h.lstrip(".").lower() for h in hosts if h)
 
     def allowed(host: str) -> bool:
         address = _ip(host)
-        if address is not None:
-            return address.is_private or address.is_loopback or address.is_link_local
+        if address is not None:  # the reader's own machine or network; documentation ranges are not
+            return address.is_loopback or address.is_link_local or any(address in net for net in _LOCAL_NETS)
         if host.endswith((".local", ".localhost", ".internal", ".lan", ".home.arpa")) or "." not in host:
             return True  # the reader's own network: nothing an attacker on the internet serves
         return any(_registered(host, entry) for entry in listed)
@@ -190,5 +199,6 @@ def link_findings(field: str, folded: Folded, allowed: Callable[[str], bool], li
         if asked and not prohibited(text, match.start()):
             yield Finding("link", f"asks the reader to fetch from or send to {host}, outside this space's allowed hosts",
                           field, start, end, stored, HOLD)
-        else:
-            yield Finding("link", f"links to {host}, outside this space's allowed hosts", field, start, end, stored, MARK)
+        # A link to read (a team's dashboard, a ticket, a blog) is not a finding: the hosts of a
+        # team's own tools cannot all be listed, and a false flag on each would teach people to
+        # approve without reading.

@@ -52,10 +52,49 @@ _DISCUSSION = re.compile(
 )
 
 
-def prohibited(folded: str, start: int) -> bool:
-    """A prohibition governs the match: a cue in the same sentence, right before it."""
+# …or a verdict right after it, in the same sentence: "X is wrong", "don't make X a habit".
+_CONDEMNED = re.compile(
+    r"^[^.;!?\n。！？；]{0,80}?(?:\b(?:(?:is|are|was|were)\s+(?:wrong|dangerous|insecure|unsafe|forbidden|banned|"
+    r"not\s+(?:allowed|ok|okay|acceptable|safe))|a\s+(?:bad\s+)?habit|(?:is|are)\s+a\s+(?:bad\s+idea|security\s+risk)|"
+    r"only\s+(?:in|for)\s+(?:local|tests?|the\s+local|a\s+local|development|dev))\b"
+    r"|(?:是错的|不对|很危险|危险|不安全|不允许|禁止|只允许))",
+    re.IGNORECASE,
+)
+# The match reports what someone else wrote: inside quotes, with words saying it was an attack or refused.
+_REPORTED = re.compile(
+    r"\b(?:prompt[- ]injection|injected|malicious|attack\w*|phishing|poison\w*|suspicious|refused|untrusted|"
+    r"reported|told\s+the\s+(?:agent|model|bot)|tried\s+to|contained|hidden|planted|test\s+set|tests?\s+for|"
+    r"must\s+not\s+obey|without\s+obeying|not\s+(?:obey|follow)|don'?t\s+(?:obey|follow))\b"
+    r"|注入|恶意|攻击|钓鱼|可疑|举报|拒绝|没有执行|不能照做|藏了|测试集",
+    re.IGNORECASE,
+)
+_QUOTES = (("'", "'"), ('"', '"'), ("“", "”"), ("‘", "’"), ("「", "」"), ("『", "』"), ("`", "`"))
+
+
+def prohibited(folded: str, start: int, end: int | None = None) -> bool:
+    """A prohibition governs the match: a cue in the same sentence, right before it, or a
+    verdict right after it ("… is wrong", "… a habit")."""
     left, _ = sentence_around(folded, start, start)
-    return bool(_PROHIBITION.search(folded[left:start]))
+    if _PROHIBITION.search(folded[left:start]):
+        return True
+    return end is not None and bool(_CONDEMNED.search(folded[end:end + 120]))
+
+
+def _quoted(folded: str, start: int, end: int) -> bool:
+    line_start = folded.rfind("\n", 0, start) + 1
+    before = folded[line_start:start]
+    for opening, closing in _QUOTES:
+        if opening == closing:
+            if before.count(opening) % 2 == 1 and closing in folded[end:end + 400]:
+                return True
+        elif before.rfind(opening) > before.rfind(closing) and closing in folded[end:end + 400]:
+            return True
+    return False
+
+
+def reported(folded: str, start: int, end: int) -> bool:
+    """The match is quoted from something the memory reports as an attack (a lesson about one)."""
+    return _quoted(folded, start, end) and bool(_REPORTED.search(folded))
 
 
 def discussed(folded: str, start: int, end: int) -> bool:
@@ -72,6 +111,7 @@ class Rule:
     excusable: bool = True
     # Extra condition on the match (folded text, match, whether a host is allowed): False drops it.
     check: Callable[[str, re.Match, Callable[[str], bool]], bool] | None = None
+    severity: str = HOLD
 
 
 def _r(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern:
@@ -79,7 +119,7 @@ def _r(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern:
 
 
 _AGENT = r"(?:ai|llm|agents?|assistants?|models?|bots?|copilots?|claude|gpt|chatgpt|codex|cursor)"
-_ORDERS = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guardrails|orders|system\s+messages?|context|programming|constraints|safety\s+(?:rules|guidelines|policies))"
+_ORDERS = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guidance|guardrails|orders|system\s+messages?|context|programming|constraints|advice|requests?|safety\s+(?:rules|guidelines|policies))"
 # Where a secret would go: an address, a service, a reply.
 _DESTINATION = (r"(?:https?://|\S+@\S+\.\w+|webhook|endpoint|server|url|address|gist|pastebin|paste|channel|slack|discord|"
                 r"telegram|email|e-mail|issue|comment|pr\b|pull request|commit message|description|reply|response|answer|"
@@ -215,11 +255,14 @@ RULES: tuple[Rule, ...] = (
         |\bgit\s+push\s+[^\n]{{0,40}}--delete\s+{_PROTECTED}\b""")),
     Rule("destructive", "deletes files outside a build directory", _r(r"""
         \brm\s+(?:-\w*[rR]\w*\s+|-\w*f\w*\s+|--recursive\s+|--force\s+|--no-preserve-root\s+)+
-        (?:[\"']?(?:/|~|\$HOME|\$\{HOME\}|%USERPROFILE%|\*|/\*|\.\*|\.\.|/home\b|/etc\b|/usr\b|/var(?!/tmp)\b|/opt\b|/root\b|/srv\b|/boot\b|/lib\b|/bin\b|~/\S*|\$HOME/\S*|\.git\b|/mnt\b|/data\b|\$\{?\w*(?:DIR|PATH|ROOT)\}?/?\*?)[\"']?)(?=\s|$|[;&|)\"'`])
+        [\"']?(?:/|~/?|\$HOME/?|\$\{HOME\}/?|%USERPROFILE%|\*|/\*|\.\*|\.\./?|\.git|\$\{?\w*(?:DIR|PATH|ROOT)\}?/?\*?
+           |/(?!tmp\b|var/tmp\b|var/cache\b|var/lib/apt/lists\b|var/log/\S*\.(?:gz|\d)\b)(?:home|etc|usr|var|opt|root|srv|boot|lib|lib64|bin|sbin|mnt|data|Users|System|Library)\b(?:/\S*)?
+           |(?:~|\$HOME)/(?!\S*(?:[Cc]ache|DerivedData|\.gradle|\.m2|\.npm|\.cargo/registry|node_modules|\.tmp|tmp|[Bb]uild|\.local/share/Trash|\.pyenv/versions|\.rustup/toolchains))\S+
+        )[\"']?(?=\s|$|[;&|)\"'`])
         |\bRemove-Item\s+[^\n]{0,60}-Recurse[^\n]{0,40}(?:C:\\|\$env:USERPROFILE|~|\$HOME)(?![^\n]{0,40}\\(?:bin|obj|build|dist|node_modules|target|temp|tmp)\b)
         |\b(?:rd|rmdir)\s+/s\s+/q\s+[A-Za-z]:\\(?:\s|$|Windows|Users)
         |\b(?:mkfs(?:\.\w+)?|wipefs)\s+|\bdd\s+if=\S+\s+of=/dev/(?:sd|nvme|hd|xvd|disk)
-        |\bchmod\s+-R\s+0?777\s+/(?:\s|$)|:\(\)\s*\{\s*:\|:&\s*\};:|\bshred\s+[^\n]{0,30}/dev/""")),
+        |\bchmod\s+-R\s+0?777\s+/(?=\s|$|[`'\";&|)])|\bcurl\s+(?:-\S+\s+)*-X\s*DELETE\b[^\n]{0,120}(?:/\*|/_all\b|\*')|:\(\)\s*\{\s*:\|:&\s*\};:|\bshred\s+[^\n]{0,30}/dev/""")),
     Rule("destructive", "drops or empties a database or deletes production resources", _r(r"""
         \b(?:drop\s+(?:database|schema|table|keyspace)|truncate\s+(?:table\s+)?\w+|delete\s+from\s+\w+\s*(?:;|$|\)|\"|'|`)|dropdb\s|flushall\b|flushdb\b|db\.dropDatabase\(\)|\.drop_all\(\))
         |\bkubectl\s+delete\s+(?:ns|namespaces?|pvc?|persistentvolume\w*|--all|all\b|-A\b|crd)
@@ -238,6 +281,107 @@ RULES: tuple[Rule, ...] = (
         |\"(?:pre|post)install\"\s*:\s*\"[^\"]{0,200}(?:curl|wget|node\s+-e|https?://)
         |(?:添加|加入|追加)[^。；\n]{0,20}authorized_keys""")),
 )
+
+# Rules for the same families, in the shapes the ones above miss: the order of words, short
+# forms, Chinese, and what attacks ask of a shared memory hub itself.
+RULES += (
+    Rule("override", "asks the reader to ignore or replace its instructions", _r(r"""
+        \b(?:forget|ignore|disregard)\s+(?:about\s+)?(?:everything|all|anything)\s+(?:(?:you\s+were\s+)?(?:said|told|written)\s+)?(?:above|before|earlier|previously|so\s+far|you\s+(?:were|have\s+been)\s+told)
+        |\byour\s+(?:new|real|actual|true|only)\s+(?:task|goal|objective|instructions?|job|mission|purpose|priority)\s+(?:is|are|now)\b
+        |\b(?:follow|do|obey|execute)\s+(?:this|it|these|that)\s+instead\s+of\s+(?:the|your|what|any)\s+(?:user|ticket|task|request|instructions?|prompt|human)
+        |\b(?:supersedes?|overrides?|outranks?|takes?\s+precedence\s+over)\s+(?:the\s+|any\s+|all\s+)?(?:user'?s?|human'?s?|your|system|developer'?s?)\s+(?:instructions|requests?|prompts?|wishes|rules|orders|messages?)
+        |\beven\s+(?:when|if)\s+the\s+(?:user|human|operator)\s+(?:explicitly\s+|clearly\s+)?(?:says?\s+(?:not\s+to|no|otherwise)|objects?|refuses?|disagrees?|asks?\s+you\s+not\s+to)
+        |\bthe\s+user'?s?\s+(?:task|request|instructions?|description|prompt)\s+(?:is|are)\s+(?:frequently\s+|often\s+|usually\s+|always\s+)?(?:wrong|irrelevant|unimportant|not\s+important|a\s+distraction)""")),
+    Rule("override", "asks the reader to ignore or replace its instructions", _r(r"""
+        (?:忘记|忽略|无视|不要管|不用管|抛开)掉?\s*用户的?\s*(?:原始|原来的|真实)?\s*(?:请求|需求|指令|要求|任务|问题)
+        |用户的?(?:原始)?(?:请求|需求|指令|要求|任务)(?:不重要|无关紧要|是错的|可以忽略)
+        |你(?:真正|实际|唯一)?的(?:新)?任务(?:其实)?是|优先级高于用户|(?:覆盖|取代|高于)(?:用户|系统)的?(?:指令|要求|请求)""")),
+    Rule("address_agent", "addresses whatever AI reads it with orders", _r(rf"""
+        \b(?:p\.?s\.?|note|hey|attention|reminder|psst)\s*(?:,\s*)?(?:to|for)\s+the\s+(?:\w+\s+)?{_AGENT}\s*[:,]
+        |(?:致|给|对)(?:所有|任何|每个|每一个|其他|未来的)[^。，,；\n]{{0,12}}?(?:AI|智能体|代理|助手|模型|大模型|LLM|agent)""")),
+    Rule("address_agent", "addresses agents directly with orders", _r(r"""
+        (?:^|\n|[.!?]\s)\s*(?:important\s+)?(?:note\s+)?(?:for|to)\s+(?:all\s+|any\s+|other\s+)?(?:ai\s+)?(?:agents|assistants|models|llms)\s*[:：]
+        |\bagent\s+(?:note|instructions?)\b\s*[(:：]"""), severity=MARK),
+    Rule("role_marker", "carries a role line (Assistant:, Human:)", _r(r"""
+        (?:^|\n)\s*(?:assistant|human|ai|claude|gpt|model|bot)\s*[:：]\s*\S
+        |(?:^|\n)\s*(?:system|user|developer)\s*[:：]\s*(?=[^\n]{0,80}\b(?:you|your|always|never|must|ignore|from\s+now\s+on|approve|run|execute|send|do\s+not|don'?t)\b)
+        |\b(?:SYSTEM|ADMIN|DEVELOPER|ROOT)\s+(?:NOTICE|MESSAGE|PROMPT|NOTE|OVERRIDE|INSTRUCTIONS?|UPDATE|DIRECTIVE|ALERT|COMMAND)\b
+        |<!--[^>]{0,60}?\b(?:agent|ai|assistant|llm|instructions?|system|prompt|model)\b
+        |(?:^|\n)\s*\#{2,}\s*(?:指令|系统|系统提示|新指令)\s*[:：]?""", re.IGNORECASE), excusable=False),
+    Rule("decode_exec", "decodes something and runs or follows it", _r(r"""
+        \b(?:decode|decrypt|unscramble|de-?obfuscate|base64-?decode|rot13)\w*\b(?:\s+\S+){0,5}?\s*(?:and|then|,|;|&)\s*(?:then\s+)?(?:run|execute|follow|apply|obey|do\s+(?:it|what|as)|eval|act\s+on|carry\s+out)
+        |\b(?:run|execute|follow|apply|obey)\s+(?:the\s+|this\s+|it\s+)?(?:decoded|hidden|encoded|obfuscated)\b
+        |\b(?:follow|obey|execute|run)\s+(?:it|this|the\s+\w+)\b[^.\n]{0,40}\bbase64\b|\bbase64\s+(?:block|blob|string|payload)\b[^.\n]{0,60}\b(?:follow|obey|execute|run|instead)\b
+        |\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,60}\s-(?:e|ec|enc|encodedcommand)\s+\S{8,}
+        |\b(?:exec|eval)\s*\(\s*(?:__import__\(\s*['"](?:base64|codecs|zlib|marshal)|compile\(|String\.fromCharCode|unescape\(|decodeURIComponent\()
+        |(?:解码|解密|反编码)(?:后|并|然后|之后)?[^。；\n]{0,6}?(?:执行|运行|照做|遵循|遵照|按照)""")),
+    Rule("exfiltration", "sends credentials, keys, environment or files somewhere", _r(r"""
+        (?:把|将)[^。；\n]{0,40}(?:`?env`?|printenv|环境|配置文件|\.kube|secret|config\.json|私钥|源码|仓库|代码库)[^。；\n]{0,40}
+        (?:发送|发到|上传|贴到|粘贴到|提交到|推送到|转发|发给|附在|放到|输出到|打印到)
+        |(?:打包|压缩)[^。；\n]{0,20}(?:上传|发送|发到|传到)""")),
+    Rule("exfiltration", "leaks data through a DNS lookup", _r(r"""
+        \b(?:nslookup|dig|host|ping|curl|wget)\s+[^\n]{0,40}\$\(\s*(?:head|tail|cat|env|printenv|base64|xxd|tr|sed|awk|whoami|hostname|id|ls|echo)\b[^\n]{0,80}\)\s*\.?[\w-]*\.""")),
+    Rule("exfiltration", "sends credentials, keys, environment or files somewhere", _r(r"""
+        \b(?:send|post|upload|email|mail|paste|forward|share|transmit|submit|publish|include|attach|dump|print)\b""",
+    ), check=lambda text, m, _: _secret_to_destination(text, m)),
+    Rule("conceal", "tells the reader to hide something from its user", _r(r"""
+        \b(?:don'?t|do\s+not|never|without)\s+(?:ask|asking|checking\s+with)(?:\s+(?:anyone|first|the\s+user|them|him|her|permission))?\s*(?:[;:,.!)]|$|\s+(?:just|and|--|—))
+        |\b(?:leave|keep)\s+(?:it|this|that|them|these|the\s+\w+(?:\s+\w+)?|any\s+(?:\w+\s+){0,5}?\w+)\s+(?:out\s+of|away\s+from|off|hidden\s+from)\s+(?:the\s+)?(?:pr\b|pull\s+request|commit|migration|release|changelog|summary|notes?|description|review|reviewers?|humans?|users?|human\s+reviewers|reports?|logs?)
+        |\bleave\s+out\b[^.\n]{0,80}\b(?:because|so\s+(?:that\s+)?(?:reviewers|the\s+user|nobody|no\s+one|they))
+        |\b(?:don'?t|do\s+not|never)\s+(?:mention|reveal|disclose|say|admit)\s+(?:\w+\s+){0,3}?(?:this\s+)?(?:note|memory|source|where\s+(?:it|this)\s+came\s+from|that\s+you)
+        |\b(?:when|if)\s+(?:the\s+)?user\s+asks\s+whether[^.\n]{0,80}\b(?:say|answer|reply)\s+no\b
+        |(?:不要|别|不用|切勿)(?:说明|透露|提及|提到|说|告诉)[^。；\n]{0,10}(?:来源|从哪|出处|这条|这件事|此事)
+        |(?:别|不要|不用)在[^。；\n]{0,12}(?:里|中)(?:提|提及|提到|写|说)(?:这件事|这个|此事|这一步)?
+        |(?:不要|别|无需|不必)再?(?:征求|询问|请求|等待)(?:用户|任何人)?的?(?:确认|同意|许可|批准)""")),
+    Rule("memory_manipulation", "tries to steer how the hub or its readers rank and repeat memories", _r(r"""
+        \bre-?(?:upload|submit|post|save|send)\s+(?:it|this|these|this\s+memory|this\s+note)\b[^.\n]{0,40}\b(?:to\s+the\s+hub|with\s+different\s+wording|every|each|at\s+the\s+end|until|again\s+and\s+again|so\s+it\s+stays)
+        |\b(?:rate|mark|vote|flag|upvote|score|treat)\s+(?:it|this|this\s+memory|this\s+note|any\s+(?:other\s+)?memor(?:y|ies)|every\s+memory|all\s+(?:other\s+)?memories|each\s+memory|other\s+memories)\b[^.\n]{0,60}\b(?:helpful|useful|outdated|duplicates?|wrong|verified|trusted|obsolete|superseded)\b
+        |\b(?:standing\s+order|treat\s+(?:anything|everything|whatever)\s+(?:it|this\s+(?:memory|note))\s+says\s+as)\b
+        |\b(?:pin|keep)\s+this\s+(?:memory|note)\b[^.\n]{0,40}\b(?:every|each|always|top)\b
+        |\bcopy\s+(?:this|these)\s+(?:text|paragraph|note|rule|instructions?)\s+(?:in)?to\s+(?:the\s+)?(?:\S*agents?\.md|claude\.md|\.cursorrules|every\s+repo)
+        |(?:这条|本条|此)(?:记忆|笔记)[^。；\n]{0,12}(?:重新上传|再次上传|反复上传)|(?:给|为)(?:它|这条|本条)(?:点|打|标)[^。；\n]{0,4}(?:有用|赞|有帮助)
+        |(?:其他|矛盾|冲突)的?(?:记忆|笔记)[^。；\n]{0,10}(?:标记为|标为|设为)(?:过时|重复|错误)|复制到[^。；\n]{0,16}(?:AGENTS\.md|CLAUDE\.md|\.cursorrules)""")),
+    Rule("memory_manipulation", "tells readers how to answer their users", _r(r"""
+        \bwhen(?:ever)?\s+(?:the\s+|a\s+|any\s+)?(?:user|human|someone|anyone|people)\s+asks?\b[^.;\n]{0,100}?,?\s+(?:always\s+|just\s+|simply\s+)?(?:answer|reply|respond|recommend|say|tell\s+(?:them|him|her))\b
+        |以后有人问[^。；\n]{0,20}(?:一律|都|就)(?:推荐|回答|说)"""), severity=MARK),
+    Rule("disable_checks", "turns off a check or a safety setting", _r(r"""
+        \b(?:disable|turn\s+off|switch\s+off|remove|delete|drop|skip|bypass|get\s+rid\s+of)\s+(?:the\s+|all\s+|any\s+)?(?:\w+\s+){0,2}?
+            (?:code\s+scanning|codeql|dependabot|required\s+(?:status\s+)?checks|status\s+checks|(?:environment\s+|manual\s+)?approvals?(?:\s+gates?)?|required\s+pull\s+request\s+reviews|
+             (?:test|lint|type-?check(?:ing)?|security|scan)\s+(?:job|step|stage|check)s?|ci\s+checks?|pre-commit\s+hooks?|git\s+hooks)\b
+        |\bso\s+(?:that\s+)?(?:the\s+)?(?:linter|tests?|ci|checks?|hooks?|scanner|reviewers?)\s+(?:never|won'?t|doesn'?t|no\s+longer|can'?t)\s+(?:run|runs|fire|block|see|notice)
+        |\b(?:approv\w*|run|execute|push|merge|delete|install|deploy|apply)\b[^.\n]{0,60}\bwithout\s+(?:asking|confirmation|confirming|permission|reviewing\s+them|looking\s+at\s+(?:it|them|the\s+code)|reading\s+(?:it|them|the\s+plan))\b
+        |\b(?:always\s+)?(?:approve|merge)\s+(?:all\s+|every\s+|any\s+)?(?:prs?|pull\s+requests?|changes)\b[^.\n]{0,60}\bwithout\s+(?:review|reviewing)
+        |-auto-approve\b(?=[^\n]{0,120}\b(?:prod|production|nobody|no\s+one|skip)\b)|\bpull_request_target\b[^\n]{0,240}(?:write-all|head\.sha|head\.ref|pull_request\.head)
+        |\b(?:auto-?approve|allow_all_tools|ALLOW_ALL_TOOLS)\s*=\s*(?:1|true|yes)
+        |(?:所有|全部)[^。；\n]{0,16}自动(?:批准|通过|同意|确认)|设为自动批准|自动批准所有
+        |把[^。；\n]{0,30}(?:测试|检查|扫描|lint|审查|审批|hook|钩子)[^。；\n]{0,10}(?:删掉|删除|去掉|关掉|禁用|跳过|注释掉)
+        |(?:一律|直接|全部)[^。；\n]{0,6}(?:批准|合并|通过)[^。；\n]{0,12}(?:不需要|不用|无需)(?:看|审查|review)"""),
+        check=lambda text, m, _: not _disposable(text, m)),
+    Rule("persistence", "plants access or a backdoor", _r(r"""
+        \bCREATE\s+(?:USER|ROLE)\s+\S+\s+(?:WITH\s+)?[^;\n]{0,40}\bSUPERUSER\b|\bALTER\s+(?:USER|ROLE)\s+\S+\s+(?:WITH\s+)?SUPERUSER\b
+        |\bpermission\s*=\s*admin\b|\bgrant\s+(?:the\s+)?(?:github\s+|gitlab\s+)?(?:user|account|bot)\s+\S+\s+(?:admin|owner|write|maintainer)\b
+        |\b(?:commit|push|check\s+in|add)\s+(?:the\s+|your\s+)?\.env\b(?!\.example|\.sample|\.template)|\bremove\s+\.env\s+from\s+(?:the\s+)?\.gitignore
+        |\b(?:tokens?|credentials|passwords?|api\s+keys?|secrets)\s+(?:go|belong|should\s+be|are\s+stored|must\s+be|live|get\s+committed)\s+(?:in|into)\s+(?:the\s+)?(?:readme|repo|repository|source|code|config\s+file|settings\.py|git)\b
+        |\bhard-?coded\s+(?:fallback\s+|admin\s+|default\s+)?(?:credentials|passwords?|tokens?)\s+in\b
+        |(?:token|令牌|密钥|密码|凭据|凭证)[^。；\n]{0,12}(?:写在|放在|提交到|存到|写进)[^。；\n]{0,6}(?:README|仓库|代码|git)
+        |\bcredential\.helper\s+['"]?store\s+--file"""), check=lambda text, m, _: not _disposable(text, m)),
+)
+
+
+_SECRET_WORDS = re.compile(rf"{_SECRETS}|~/\.\w+", re.IGNORECASE)
+_DESTINATION_WORDS = re.compile(
+    r"https?://|\S+@\S+\.\w+|\b(?:webhook|gist|pastebin|slack|discord|telegram|teams|#\w+|e-?mail|issue|comment|"
+    r"pr\s+description|pull\s+request|commit\s+message|channel|chat|reply|response|answer|summary|public|external|"
+    r"remote\s+server)\b",
+    re.IGNORECASE,
+)
+
+
+def _secret_to_destination(text: str, match: re.Match) -> bool:
+    """A sending verb, a secret and a destination in one sentence, in any order."""
+    left, right = sentence_around(text, match.start(), match.end())
+    sentence = text[left:right]
+    return bool(_SECRET_WORDS.search(sentence)) and bool(_DESTINATION_WORDS.search(sentence))
 
 
 _INSTALLER_HOSTS = re.compile(r"https?://([^/\s\"'|)]+)", re.IGNORECASE)
@@ -290,9 +434,9 @@ def rule_findings(field: str, folded: Folded, allowed_host: Callable[[str], bool
         for match in rule.pattern.finditer(text):
             if rule.check is not None and not rule.check(text, match, allowed_host):
                 continue
-            severity = HOLD
+            severity = rule.severity
             if rule.excusable:
-                if prohibited(text, match.start()):
+                if prohibited(text, match.start(), match.end()) or reported(text, match.start(), match.end()):
                     continue
                 if discussed(text, match.start(), match.end()):
                     severity = MARK

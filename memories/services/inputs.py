@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
 from core.errors import ApplicationError
 from memories.redaction.policy import Occasion, redact_for
+from memories.screening.hidden import hidden_texts
 from memories.text import normalise_tags
 
 
@@ -72,6 +73,9 @@ class CleanMemory:
     resolution: str
     tags: list[str]
     redactions: Counter
+    # What the fields hide once decoded (base64, hex, Unicode tags, rot13), read before redaction
+    # and redacted like them: (field, text), for the poisoning screen.
+    hidden: list[tuple[str, str]] = field(default_factory=list)
 
 
 def memory_input_clean(*, content: Any, context: Any = "", resolution: Any = "", tags: Any = None) -> CleanMemory:
@@ -98,18 +102,23 @@ def memory_inputs_clean(items: list[dict[str, Any]]) -> list[CleanMemory | Memor
             ))
         except MemoryInputError as exc:
             valid.append(exc)
-    texts = [text for fields in valid if not isinstance(fields, MemoryInputError)
-             for text in (*fields[:3], *fields[3])]
+    names = ("content", "context", "resolution")
+    hidden = [[] if isinstance(fields, MemoryInputError) else
+              [(name, text) for name, value in zip(names, fields[:3], strict=True) for text in hidden_texts(value)]
+              for fields in valid]
+    texts = [text for fields, found in zip(valid, hidden, strict=True) if not isinstance(fields, MemoryInputError)
+             for text in (*fields[:3], *fields[3], *(t for _, t in found))]
     redacted = iter(redact_for(Occasion.MEMORY, texts))
     out: list[CleanMemory | MemoryInputError] = []
-    for fields in valid:
+    for fields, found in zip(valid, hidden, strict=True):
         if isinstance(fields, MemoryInputError):
             out.append(fields)
             continue
         results = [next(redacted) for _ in range(3 + len(fields[3]))]
+        decoded = [(name, next(redacted).text) for name, _ in found]
         counts: Counter = Counter()
         for result in results:
             counts.update(result.counts)
         out.append(CleanMemory(results[0].text, results[1].text, results[2].text,
-                               tags_normalise([r.text for r in results[3:]]), counts))
+                               tags_normalise([r.text for r in results[3:]]), counts, decoded))
     return out

@@ -149,7 +149,8 @@ def memory_upload(
 
 
 def _screened(clean: CleanMemory) -> dict[str, Any]:
-    return {"content": clean.content, "context": clean.context, "resolution": clean.resolution, "tags": clean.tags}
+    return {"content": clean.content, "context": clean.context, "resolution": clean.resolution, "tags": clean.tags,
+            "hidden": clean.hidden}
 
 
 def memories_upload(
