@@ -44,15 +44,25 @@ def main() -> None:
     parser.add_argument("--classifier", choices=["defender", "off"], default=None)
     parser.add_argument("--scores", action="store_true", help="print the classifier's operating points")
     parser.add_argument("--misses", choices=list(SETS), default=None)
+    parser.add_argument("--train", choices=list(SETS), default=None,
+                        help="fit the learned model on this set instead of the shipped training examples "
+                             "(its own figures are then not a measure)")
     args = parser.parse_args()
     if args.classifier:
         os.environ["ULTRON_SCREEN_CLASSIFIER"] = args.classifier
     import django
 
     django.setup()
-    from memories.services.inputs import memory_inputs_clean
+    from memories.providers.embeddings import get_embedder
     from memories.screening import HOLD, MARK, memories_screen
+    from memories.screening import model as learned
     from memories.screening.classifier import get_classifier
+    from memories.services.inputs import memory_inputs_clean
+    from memories.text import embedding_text
+
+    if args.train:
+        shipped = learned.training_rows
+        learned.training_rows = lambda paths=None: shipped([SETS[args.train]])  # type: ignore[assignment]
 
     for name, path in SETS.items():
         if not path.exists():
@@ -69,9 +79,10 @@ def main() -> None:
         cleaned = [c for c in cleaned if hasattr(c, "content")]
         items = [{"content": c.content, "context": c.context, "resolution": c.resolution, "tags": c.tags,
                   "hidden": c.hidden} for c in cleaned]
-        memories_screen(items[:2])  # loads the classifier
+        vectors = get_embedder().embed([embedding_text(c.content, c.context, c.resolution) for c in cleaned])
+        memories_screen(items[:2], vectors=vectors[:2])  # loads the classifier, fits the model
         started = time.perf_counter()
-        verdicts = memories_screen(items)
+        verdicts = memories_screen(items, vectors=vectors)
         per_memory = (time.perf_counter() - started) / len(items) * 1000
         by: dict[tuple[str, str], Counter] = defaultdict(Counter)
         for row, verdict in zip(rows, verdicts, strict=True):
@@ -110,6 +121,17 @@ def main() -> None:
                 added = sum(1 for label, ruled, s in rules_only if label == "attack" and not ruled and s >= threshold)
                 cost = sum(1 for label, ruled, s in rules_only if label == "benign" and not ruled and s >= threshold)
                 print(f"  {threshold:.2f}  +{added}  +{cost}")
+        probabilities = [(row["label"], v.learned) for row, v in zip(rows, verdicts, strict=True) if v.learned is not None]
+        if args.scores and probabilities:
+            ruled = [(row["label"], any(f.rule not in ("classifier", "model") and f.severity == HOLD for f in v.findings),
+                      v.learned or 0.0) for row, v in zip(rows, verdicts, strict=True)]
+            print("learned model alone: threshold, attacks caught, benign flagged; added over the rules' holds")
+            for threshold in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95):
+                caught = statistics.mean(p >= threshold for label, p in probabilities if label == "attack")
+                false = statistics.mean(p >= threshold for label, p in probabilities if label == "benign")
+                added = sum(1 for label, r, p in ruled if label == "attack" and not r and p >= threshold)
+                cost = sum(1 for label, r, p in ruled if label == "benign" and not r and p >= threshold)
+                print(f"  {threshold:.2f}  {caught:.3f}  {false:.3f}  +{added}  +{cost}")
         if args.misses == name:
             for row, verdict in zip(rows, verdicts, strict=True):
                 wrong = (row["label"] == "attack") == (verdict.action not in (HOLD, MARK))

@@ -20,7 +20,10 @@ from django.utils.safestring import mark_safe
 
 from agents.admin_spaces import SpaceScopedAdmin
 from core.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
-from memories import admin_candidates  # noqa: F401  (registers the merge-candidate pages)
+from memories import (
+    admin_candidates,  # noqa: F401  (registers the merge-candidate pages)
+    admin_holds,  # its import registers the agent page's "hold everything it wrote"
+)
 from memories.admin_filters import (
     AgentFilter,
     ClusterFilter,
@@ -123,7 +126,7 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
     actions = ["archive_selected", "restore_selected", "set_type_selected"]
     inlines = [ContributionInline, CandidateInline]
     readonly_fields = ("status_line", "summaries", "redactions", "provenance_panel", "cluster_panel",
-                       "similar_panel", "history_panel", "type_panel")
+                       "similar_panel", "history_panel", "type_panel", "hold_panel")
     fieldsets = (
         (None, {"fields": ("status_line", "content", "context", "resolution", "tags_text", "memory_type", "type_panel")}),
         ("Summaries and redaction", {"fields": ("summaries", "redactions")}),
@@ -131,6 +134,31 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
         ("Similar memories", {"fields": ("similar_panel",)}),
         ("History", {"fields": ("history_panel",)}),
     )
+
+    def get_fieldsets(self, request, obj=None):
+        # A memory that was ever held shows its holds (why, the reasons, the decision, with Approve /
+        # Reject / Undo): first while it is held or rejected, after its text otherwise.
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is None:
+            return fieldsets
+        holds = self._holds(obj)
+        if holds:
+            panel = ("Held for review" if obj.status in (Status.HELD, Status.REJECTED) else "Holds",
+                     {"fields": ("hold_panel",)})
+            fieldsets.insert(0 if obj.status in (Status.HELD, Status.REJECTED) else 1, panel)
+        return fieldsets
+
+    @staticmethod
+    def _holds(memory: Memory) -> list:
+        if not hasattr(memory, "_hold_rows"):
+            from memories.selectors.review import holds_of
+
+            memory._hold_rows = holds_of(memory_id=memory.pk)  # type: ignore[attr-defined]
+        return memory._hold_rows  # type: ignore[attr-defined]
+
+    @admin.display(description="holds")
+    def hold_panel(self, memory: Memory) -> str:
+        return admin_holds.hold_panel(memory, self._holds(memory))
 
     def get_queryset(self, request):
         # The vector and the full-text column are never shown: neither is read for the list or the page.
@@ -252,6 +280,13 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
             memory.last_hit_at.strftime("%Y-%m-%d %H:%M") if memory.last_hit_at else "never",
             memory.source, memory.agent or "—",
         )
+        if memory.verified_by:
+            line += format_html(' <span class="hub-badge hub-badge-ok" title="{}">verified by {}</span>',
+                                f"approved on {memory.verified_at:%Y-%m-%d %H:%M}" if memory.verified_at else "",
+                                memory.verified_by)
+        if memory.screen_flags:
+            line += format_html('<p class="hub-muted">Served with the screen\'s notes: {}</p>', "; ".join(
+                str(flag.get("label", "")) for flag in memory.screen_flags if isinstance(flag, dict)))
         if memory.superseded_by_id:
             line += format_html(
                 '<p class="hub-muted">Superseded on {} by <a class="hub-link" href="{}">a newer memory</a> '
@@ -357,6 +392,11 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
                  view(admin_review.change_action, post=True), name="memories_memory_change_action"),
             path("merge-review/type/<int:type_change_id>/<str:action>/", view(admin_types.type_action, post=True),
                  name="memories_memory_type_action"),
+            path("hold/<int:hold_id>/<str:action>/", view(admin_holds.hold_action, post=True),
+                 name="memories_memory_hold_action"),
+            path("writer/<int:agent_id>/hold/", view(admin_holds.writer_hold_view), name="memories_memory_writer_hold"),
+            path("writer/hold/<uuid:batch>/undo/", view(admin_holds.writer_hold_undo_view, post=True),
+                 name="memories_memory_writer_hold_undo"),
             path("<uuid:memory_id>/similar/", self.admin_site.admin_view(self.similar_view),
                  name="memories_memory_similar"),
             path("<uuid:memory_id>/promote/", view(admin_promote.promote_view, post=True),

@@ -1,18 +1,20 @@
 """The review queue (``admin/memories/memory/queue/``): one page for everything the hub decided
 alone or could not decide, newest first — merge candidates (grouped in families: pairs that share
-a memory are one decision), conflicts, supersessions, automatic merges and types the classifier
-was unsure of — each with both sides, the words that differ, and one-click actions. Rows can be
-selected and decided together (bulk merge, different, accept, set type). Keys: j / k move, m the
-row's main action, d different / both hold, o the older text or memory, u undo, c keep the
-classifier's type, s set its runner-up, x select, ? help (``ultron/queue.js``).
+a memory are one decision), conflicts, supersessions, automatic merges, types the classifier was
+unsure of and held memories (``memories.admin_holds``) — each with both sides, the words that
+differ, and one-click actions. Rows can be selected and decided together (bulk merge, different,
+accept, set type). Keys: j / k move, m the row's main action, d different / both hold, o the older
+text or memory, u undo, c keep the classifier's type, s set its runner-up, x select, ? help
+(``ultron/queue.js``).
 
 Every decision on the memory service's own rows, one row's or many, is a POST to ``queue/decide/``
 naming the rows (``items``: ``family:<candidate ids>``, ``change:<id>``, ``contribution:<id>``,
-``type:<id>``) and the ``action``; each row is looked up within the page's spaces and decided by a
-service. Apps above this one add kinds of their own (the clusters' changes and merge suggestions)
-with ``reads.review_queue_kind_register`` and ``queue_item_register``; their row buttons post to
-their own URLs, and their rows are decided in bulk through ``queue/decide/`` too, with the
-``queue_decide_register``-ed token of each (``clusterchange:<id>``, ``clustersuggestion:<id>``)."""
+``type:<id>``, ``hold:<id>``) and the ``action``; each row is looked up within the page's spaces
+and decided by a service. Apps above this one add kinds of their own (the clusters' changes and
+merge suggestions) with ``reads.review_queue_kind_register`` and ``queue_item_register``; their row
+buttons post to their own URLs, and their rows are decided in bulk through ``queue/decide/`` too,
+with the ``queue_decide_register``-ed token of each (``clusterchange:<id>``,
+``clustersuggestion:<id>``)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from django.utils.html import escape
 from agents.admin_spaces import page_spaces
 from core.admin_tools import HtmxHttpRequest
 from core.errors import ApplicationError
+from memories.admin_holds import held_item, hold_decide
 from memories.admin_review import _body, word_diff
 from memories.admin_types import type_outcome
 from memories.models import ChangeKind, MemoryType
@@ -47,13 +50,16 @@ from memories.services.types import type_review_decide
 
 PER_PAGE = 25
 KIND_NAMES = {"candidate": "Merge candidates", "conflict": "Conflicts", "supersession": "Supersessions",
-              "merge": "Automatic merges", "type": "Types to confirm"}
+              "merge": "Automatic merges", "type": "Types to confirm", "held": "Held for review"}
 # What each bulk button does to each kind of row (a kind missing from an action's map is skipped).
-BULK_ACTIONS = {"merge": "Merge", "different": "Different / both hold / not one topic", "accept": "Accept",
-                "undo": "Undo"}
+BULK_ACTIONS = {"merge": "Merge", "different": "Different / both hold / not one topic / reject",
+                "accept": "Accept / approve", "undo": "Undo"}
 # ("accept" on a type row keeps the classifier's type; "set-type" sets the bar's chosen type; "undo"
-# reverts a supersession, splits an automatic merge back, undoes a cluster change.)
-_OWN_TOKENS = ("family", "change", "contribution", "type")
+# reverts a supersession, splits an automatic merge back, undoes a cluster change. On a held row
+# "accept" and "merge" approve it, "different" rejects it, "undo" undoes a decision on it.)
+_OWN_TOKENS = ("family", "change", "contribution", "type", "hold")
+# The bulk bar of the Held tab: only what applies to held memories.
+HELD_BULK_ACTIONS = {"accept": "Approve", "different": "Reject", "undo": "Undo"}
 
 
 # Rows of the kinds other apps add (``reads.review_queue_kind_register``): kind -> (tab name, row builder).
@@ -116,7 +122,7 @@ def _family_item(family: reads.CandidateFamily, *, llm: bool) -> dict[str, Any]:
 
 
 # The row's kind as a person reads it, in the first column.
-BADGES = {"candidate": "merge candidate", "merge": "automatic merge", "type": "type"}
+BADGES = {"candidate": "merge candidate", "merge": "automatic merge", "type": "type", "held": "held"}
 
 
 def _badged(item: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +137,8 @@ def _item(kind: str, row: Any, *, llm: bool) -> dict[str, Any]:
         return _REGISTERED[kind][1](row)
     if kind == "candidate":
         return _family_item(row, llm=llm)
+    if kind == "held":
+        return held_item(row)
     if kind == "conflict":
         return {"kind": kind, "id": f"change-{row.pk}", "token": f"change:{row.pk}", "older": row.old, "newer": row.new,
                 "diff": word_diff(_body(row.old), _body(row.new)), "when": row.created_at, "why": row.evidence,
@@ -179,7 +187,8 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     context = {
         **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue", **counted,
         "items": [_badged(_item(name, row, llm=llm)) for name, row in rows], "page": page,
-        "pages": pages, "llm": llm, "bulk_actions": BULK_ACTIONS.items(), "types": MemoryType.values,
+        "pages": pages, "llm": llm, "bulk_actions": (HELD_BULK_ACTIONS if kind == "held" else BULK_ACTIONS).items(),
+        "types": MemoryType.values,
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
 
@@ -283,6 +292,7 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         "change": lambda ids: _change(ids[0], action, user),
         "contribution": lambda ids: _contribution(ids[0], action, user),
         "type": lambda ids: _type(ids[0], action, user, request.POST.get("memory_type", "")),
+        "hold": lambda ids: hold_decide(ids[0], action, user, bulk=len(tokens) > 1),
     }
     for token, (_, decide) in _DECIDERS.items():
         handlers[token] = _registered_handler(decide, action=action, user=user, spaces=spaces)
@@ -316,6 +326,8 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         message = f"{done} decided" + (f", {skipped} skipped (the action does not apply to them)" if skipped else "") + (
             f", {len(failed)} failed: {failed[0]}" if failed else "") + "."
         level = messages.ERROR if failed and not done else messages.SUCCESS
+    if request.htmx and len(tokens) == 1 and not failed and done and parsed_all[0][1] and parsed_all[0][1][0] == "hold":
+        return _hold_settled(request, parsed_all[0][1][1][0], action, outcome)
     if request.htmx and len(tokens) == 1:
         cell = HttpResponse(f'<td colspan="6"><div class="hub-settled">{escape(message)}</div></td>')
         cell["HX-Trigger"] = "merge-reviewed"
@@ -324,3 +336,18 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     back, queue = request.POST.get("next", ""), reverse("admin:memories_memory_queue")
     # Back to the queue page the decision came from (only that page: never an outside URL).
     return HttpResponseRedirect(back if back.startswith(queue) and "//" not in back else queue)
+
+
+def _hold_settled(request: HtmxHttpRequest, hold_id: int, action: str, message: str) -> HttpResponse:
+    """A held row decided in place: approved or rejected, the outcome with Undo; undone, the row
+    back as it was (held, with Approve and Reject)."""
+    context = {"message": message, "next": request.POST.get("next", ""), "row_id": f"hold-{hold_id}"}
+    if action == "undo":
+        item = _badged(held_item(reads.hold_with_memory(hold_id=hold_id)))
+        response: HttpResponse = TemplateResponse(request, "admin/memories/_queue_row.html",
+                                                  {**context, "item": item, "types": MemoryType.values})
+    else:
+        response = TemplateResponse(request, "admin/memories/_queue_settled.html",
+                                    {**context, "undo_token": f"hold:{hold_id}"})
+    response["HX-Trigger"] = "merge-reviewed"
+    return response

@@ -464,6 +464,19 @@ ULTRON_SCREEN_MARK_SCORE = env_float(
     "ULTRON_SCREEN_MARK_SCORE", 0.75, minimum=0.0, maximum=1.0, group="screening",
     help="At or above this (below the hold score) the memory is served with the classifier's note.",
 )
+ULTRON_SCREEN_MODEL = env_bool(
+    "ULTRON_SCREEN_MODEL", True, group="screening",
+    help="The screen's learned model (trained at start-up on the shipped labelled memories, "
+         "memories/data/screen_train_*.jsonl, over the memory's own embedding and its words).",
+)
+ULTRON_SCREEN_MODEL_HOLD = env_float(
+    "ULTRON_SCREEN_MODEL_HOLD", 0.85, minimum=0.0, maximum=1.0, group="screening",
+    help="A memory the learned model gives at least this probability of being an attack is held.",
+)
+ULTRON_SCREEN_MODEL_MARK = env_float(
+    "ULTRON_SCREEN_MODEL_MARK", 0.7, minimum=0.0, maximum=1.0, group="screening",
+    help="At or above this (below the hold probability) the memory is served with the model's note.",
+)
 ULTRON_SCREEN_AUX_SCORE = env_float(
     "ULTRON_SCREEN_AUX_SCORE", 0.325, minimum=0.0, maximum=1.0, group="tuning",
     help="The classifier's second head at or above this says the text discusses injections: "

@@ -196,12 +196,12 @@ def type_model_fit(texts: list[str], labels: np.ndarray, vectors: np.ndarray, *,
     return TypeModel(types, tuple(views), coef[:, start:], regression.intercept_, unit, bounds)
 
 
-def _prototype_vectors(embedder: Any, texts: list[str]) -> np.ndarray:
+def _prototype_vectors(embedder: Any, texts: list[str], kind: str = "type-prototypes") -> np.ndarray:
     """The prototypes' embeddings, kept under ``$ULTRON_DATA_DIR/cache`` keyed by the model and
     the file's content: embedding a thousand texts takes a while on a CPU, every process needs
     them, and they only change with the file or the model."""
     digest = hashlib.sha256("\x1e".join(texts).encode()).hexdigest()[:16]
-    name = f"type-prototypes-{embedder.provider}-{embedder.model}-{embedder.dimensions}-{digest}.npy"
+    name = f"{kind}-{embedder.provider}-{embedder.model}-{embedder.dimensions}-{digest}.npy"
     path = Path(settings.ULTRON_DATA_DIR) / "cache" / name.replace("/", "_")
     try:
         cached = np.load(path)

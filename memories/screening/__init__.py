@@ -14,14 +14,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 
 from memories.screening.classifier import ClassifierError, get_classifier
 from memories.screening.hidden import decoded_payloads, hidden_findings, tag_text
 from memories.screening.links import ALLOWED_DEFAULT, allowed_checker, link_findings
+from memories.screening.model import screen_model
 from memories.screening.rules import HOLD, MARK, Finding, rule_findings
 from memories.screening.text import fold
+from memories.text import embedding_text
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +38,7 @@ class Verdict:
     findings: tuple[Finding, ...] = ()
     score: float | None = None  # the classifier's highest score over the fields
     classifier: str = ""
+    learned: float | None = None  # the learned model's probability
 
     @property
     def held(self) -> bool:
@@ -60,6 +64,8 @@ class Verdict:
 class Thresholds:
     hold: float
     mark: float
+    model_hold: float
+    model_mark: float
     # Above this second-head score the text discusses injections rather than carrying one: the
     # main score then holds only from ``hold_discussed``.
     aux: float
@@ -68,6 +74,7 @@ class Thresholds:
 
 def thresholds() -> Thresholds:
     return Thresholds(hold=settings.ULTRON_SCREEN_HOLD_SCORE, mark=settings.ULTRON_SCREEN_MARK_SCORE,
+                      model_hold=settings.ULTRON_SCREEN_MODEL_HOLD, model_mark=settings.ULTRON_SCREEN_MODEL_MARK,
                       aux=settings.ULTRON_SCREEN_AUX_SCORE, hold_discussed=settings.ULTRON_SCREEN_HOLD_DISCUSSED_SCORE)
 
 
@@ -142,11 +149,34 @@ def _classify(items: list[_Item], limits: Thresholds) -> list[float | None]:
     return best
 
 
-def memories_screen(items: Sequence[Mapping[str, object]], *, allowed_hosts: Iterable[str] = ()) -> list[Verdict]:
+def _learned(items: list[_Item], vectors: Sequence[Any] | None, limits: Thresholds) -> list[float | None]:
+    """The learned model's probability for each memory (``memories.screening.model``), from the
+    memory's own embedding; a finding where it is high."""
+    if vectors is None or not settings.ULTRON_SCREEN_MODEL:
+        return [None] * len(items)
+    model = screen_model()
+    if model is None:
+        return [None] * len(items)
+    out: list[float | None] = []
+    for item, vector in zip(items, vectors, strict=True):
+        text = embedding_text(item.fields.get("content", ""), item.fields.get("context", ""),
+                              item.fields.get("resolution", ""))
+        probability = model.probability(text.strip(), vector)
+        out.append(probability)
+        severity = HOLD if probability >= limits.model_hold else MARK if probability >= limits.model_mark else None
+        if severity is not None:
+            item.findings.append(Finding("model", f"reads like an attempt to steer the agents that read it "
+                                         f"(learned screen, {probability:.2f})", "content", 0, 0, "", severity))
+    return out
+
+
+def memories_screen(items: Sequence[Mapping[str, object]], *, allowed_hosts: Iterable[str] = (),
+                    vectors: Sequence[Any] | None = None) -> list[Verdict]:
     """A verdict for each memory (a mapping of ``content``, ``context``, ``resolution``, ``tags``,
     already redacted, and ``hidden``: (field, text) pairs the fields hid, decoded before redaction
     — ``memories.screening.hidden.hidden_texts``), in order; ``allowed_hosts``: the space's own,
-    added to the hub's."""
+    added to the hub's; ``vectors``: each memory's embedding (``embedding_text`` of its fields),
+    for the learned model."""
     try:
         listed = allowed_hosts_for(allowed_hosts)
         allowed = allowed_checker(listed)
@@ -155,6 +185,7 @@ def memories_screen(items: Sequence[Mapping[str, object]], *, allowed_hosts: Ite
         for item in read:
             _read(item, allowed, listed)
         best = _classify(read, limits)
+        learned = _learned(read, vectors, limits)
         name = get_classifier().name
     except ClassifierError as exc:
         logger.error("screen: the classifier failed, holding %d memories: %s", len(items), exc)
@@ -163,15 +194,15 @@ def memories_screen(items: Sequence[Mapping[str, object]], *, allowed_hosts: Ite
         logger.exception("screen: a detector failed, holding %d memories", len(items))
         return [_failed(f"the screen failed ({type(exc).__name__})") for _ in items]
     out = []
-    for item, score in zip(read, best, strict=True):
+    for item, score, probability in zip(read, best, learned, strict=True):
         severities = {f.severity for f in item.findings}
         action = HOLD if HOLD in severities else MARK if MARK in severities else PASS
-        out.append(Verdict(action, tuple(item.findings), score, name))
+        out.append(Verdict(action, tuple(item.findings), score, name, probability))
     return out
 
 
-def memory_screen(item: Mapping[str, object], *, allowed_hosts: Iterable[str] = ()) -> Verdict:
-    return memories_screen([item], allowed_hosts=allowed_hosts)[0]
+def memory_screen(item: Mapping[str, object], *, allowed_hosts: Iterable[str] = (), vector: Any = None) -> Verdict:
+    return memories_screen([item], allowed_hosts=allowed_hosts, vectors=None if vector is None else [vector])[0]
 
 
 def _failed(message: str) -> Verdict:

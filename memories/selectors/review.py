@@ -1,5 +1,6 @@
 """What the merge-review page and the dashboard read: memories waiting for a curator's merge,
-open merge candidates, recent automatic merges, new memories per day and the tier history."""
+open merge candidates, recent automatic merges, new memories per day and the tier history, held
+memories (their holds, a writer's batches) and memories whose reads come mostly from one agent."""
 
 from __future__ import annotations
 
@@ -9,7 +10,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+)
 from django.db.models.functions import TruncDate
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -21,6 +34,8 @@ from memories.models import (
     KnowledgeChange,
     Memory,
     MemoryContribution,
+    MemoryHold,
+    MemoryRead,
     MergeCandidate,
     Status,
     TierSnapshot,
@@ -156,7 +171,7 @@ def type_changes_of(*, memory_id: Any) -> list[TypeChange]:
 
 # --- the review queue: everything the hub decided alone or could not decide -------------------
 
-QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge", "type")
+QUEUE_KINDS = ("candidate", "conflict", "supersession", "merge", "type", "held")
 # Decisions the hub took alone stay in the queue this long, for a curator to undo or let stand.
 QUEUE_DAYS = 30
 # Kinds the apps above this one add (``review_queue_kind_register``): kind -> its rows since a time.
@@ -197,6 +212,8 @@ def _queue_querysets(space_ids: list[int] | None) -> dict[str, Any]:
             created_at__gte=since, match_reason__in=AUTOMATIC_REASONS, memory__status=Status.ACTIVE,
             reviewed_at__isnull=True).exclude(match_reason="exact").select_related("memory", "agent").defer("memory__embedding"), space_ids),
         "type": _in_spaces(type_reviews_open().select_related("memory").defer("memory__embedding"), space_ids),
+        "held": _in_spaces(holds_open().select_related("memory", "memory__agent", "space")
+                           .defer("memory__embedding", "memory__search_vector"), space_ids),
         **{kind: _in_spaces(rows(since), space_ids) for kind, rows in _REGISTERED.items()},
     }
 
@@ -301,11 +318,12 @@ def change_kind(*, change_id: int) -> str | None:
 
 
 _QUEUE_ROWS: dict[str, Any] = {"family": MergeCandidate, "change": KnowledgeChange, "contribution": MemoryContribution,
-                               "type": TypeChange}
+                               "type": TypeChange, "hold": MemoryHold}
 
 
 def queue_rows_in_spaces(*, kind: str, ids: list[int], space_ids: list[int]) -> bool:
-    """Whether every row named (candidates of a family, a change, a contribution) is in ``space_ids``."""
+    """Whether every row named (candidates of a family, a change, a contribution, a type review,
+    a hold) is in ``space_ids``."""
     wanted = set(ids)
     return _QUEUE_ROWS[kind].objects.filter(pk__in=wanted, space_id__in=space_ids).count() == len(wanted)
 
@@ -313,3 +331,108 @@ def queue_rows_in_spaces(*, kind: str, ids: list[int], space_ids: list[int]) -> 
 def type_review_chosen(*, review_id: int) -> str | None:
     """The type the classifier chose for an open type review."""
     return TypeChange.objects.filter(pk=review_id).values_list("chosen", flat=True).first()
+
+
+# --- held memories (docs/flow.md#screening) ----------------------------------------------------
+
+def holds_open() -> QuerySet[MemoryHold]:
+    """Held memories waiting for a curator: one open hold each."""
+    return MemoryHold.objects.filter(state=ChangeState.OPEN)
+
+
+def holds_open_count(*, space_ids: list[int] | None = None) -> int:
+    return _in_spaces(holds_open(), space_ids).count()
+
+
+def hold_in_spaces(*, hold_id: int, space_ids: list[int]) -> bool:
+    return MemoryHold.objects.filter(pk=hold_id, space_id__in=space_ids).exists()
+
+
+def hold_state(*, hold_id: int) -> str | None:
+    return MemoryHold.objects.filter(pk=hold_id).values_list("state", flat=True).first()
+
+
+def hold_with_memory(*, hold_id: int) -> MemoryHold:
+    """One hold with its memory (without the vector) and writer, as a queue row shows it."""
+    return (MemoryHold.objects.select_related("memory", "memory__agent", "space")
+            .defer("memory__embedding", "memory__search_vector").get(pk=hold_id))
+
+
+def holds_of(*, memory_id: Any, limit: int = 20) -> list[MemoryHold]:
+    """A memory's holds, newest first: what held it, what a curator decided, who undid it."""
+    return list(MemoryHold.objects.filter(memory_id=memory_id).order_by("-created_at", "-pk")[:limit])
+
+
+@dataclass
+class WriterBatch:
+    """One "hold everything this agent wrote": when, by whom, how many it held and how many of
+    them still wait (only those go back with an undo)."""
+
+    batch: Any
+    held_at: datetime.datetime
+    held_by: str
+    held: int
+    waiting: int
+
+
+def writer_batches(*, agent_id: int, space_ids: list[int] | None = None, limit: int = 10) -> list[WriterBatch]:
+    """The batches that took ``agent_id``'s memories back, newest first (one query)."""
+    rows = (_in_spaces(MemoryHold.objects.filter(batch__isnull=False, memory__agent_id=agent_id), space_ids)
+            .order_by().values("batch").annotate(held_at=Min("created_at"), held_by=Max("held_by"), held=Count("pk"),
+                                                 waiting=Count("pk", filter=Q(state=ChangeState.OPEN)))
+            .order_by("-held_at")[:limit])
+    return [WriterBatch(**row) for row in rows]
+
+
+def writer_memories_count(*, agent_id: int, since: datetime.datetime | None = None,
+                          space_ids: list[int] | None = None) -> int:
+    """How many memories holding everything ``agent_id`` wrote (since ``since``) would hold now:
+    the served and superseded ones (``memories.services.holds.writer_hold``)."""
+    memories = Memory.objects.filter(agent_id=agent_id, status__in=[Status.ACTIVE, Status.SUPERSEDED])
+    if since is not None:
+        memories = memories.filter(created_at__gte=since)
+    return _in_spaces(memories, space_ids).count()
+
+
+def memories_briefly(*, ids: list[Any]) -> list[Memory]:
+    """Memories by id (their summary, status and space only), newest first."""
+    return list(Memory.objects.filter(pk__in=ids).only("pk", "summary_l0", "content", "status", "space_id")
+                .order_by("-created_at"))
+
+
+# --- reads mostly from one agent (the dashboard) ------------------------------------------------
+
+@dataclass
+class OneReader:
+    """An active memory whose reads in the window come mostly from one agent."""
+
+    memory: Memory
+    reader_id: int
+    reader: str
+    calls: int
+    total: int
+
+    @property
+    def share(self) -> float:
+        return self.calls / self.total if self.total else 0.0
+
+
+def reads_from_one_agent(*, space_ids: list[int] | None = None, days: int = 30, share: float = 0.8,
+                         min_calls: int = 10, limit: int = 20) -> list[OneReader]:
+    """Active memories whose ``MemoryRead`` calls of the last ``days`` days come at least
+    ``share`` from one reader agent with at least ``min_calls`` calls, most calls first: the
+    shape of an agent inflating a memory it planted. Two queries: the reads grouped by memory
+    and reader against each memory's total, then the memories."""
+    since = timezone.localdate() - datetime.timedelta(days=days)
+    window = _in_spaces(MemoryRead.objects.filter(day__gte=since, memory__status=Status.ACTIVE), space_ids)
+    totals = (window.filter(memory_id=OuterRef("memory_id")).order_by().values("memory_id")
+              .annotate(total=Sum("calls")).values("total"))
+    grouped = (window.order_by().values("memory_id", "reader_id", "reader__name")
+               .annotate(calls=Sum("calls"), total=Subquery(totals, output_field=IntegerField())))
+    # At most one reader of a memory can hold a share above one half: one row per memory.
+    rows = list(grouped.filter(calls__gte=min_calls).filter(calls__gte=F("total") * share)
+                .order_by("-calls", "memory_id")[:limit])
+    memories = {m.pk: m for m in Memory.objects.filter(pk__in=[r["memory_id"] for r in rows])
+                .only("pk", "summary_l0", "content", "readers", "tier", "space_id")}
+    return [OneReader(memories[r["memory_id"]], r["reader_id"], r["reader__name"], r["calls"], r["total"])
+            for r in rows if r["memory_id"] in memories]

@@ -52,9 +52,10 @@ def write_gate(*, space_id: int, agent: Agent | None) -> WriteGate:
     return WriteGate(tuple(hosts), reviewed)
 
 
-def screen_items(items: list[dict[str, Any]], gate: WriteGate) -> list[Verdict]:
-    """The screen's verdict on each (redacted) item: ``memories.screening.memories_screen``."""
-    return memories_screen(items, allowed_hosts=gate.allowed_hosts)
+def screen_items(items: list[dict[str, Any]], gate: WriteGate, *, vectors: list[Any] | None = None) -> list[Verdict]:
+    """The screen's verdict on each (redacted) item, with its embedding when known:
+    ``memories.screening.memories_screen``."""
+    return memories_screen(items, allowed_hosts=gate.allowed_hosts, vectors=vectors)
 
 
 def hold_origin(verdict: Verdict, gate: WriteGate) -> str | None:

@@ -19,13 +19,16 @@ from django.db import transaction
 from agents.models import Agent, Space
 from agents.selectors import space_or_shared
 from memories.models import (
+    HoldOrigin,
     KnowledgeChange,
     Memory,
     MemoryContribution,
     MergeCandidate,
     Source,
+    Status,
     TypeChange,
 )
+from memories.services.holds import hold_record
 from memories.services.inputs import MemoryInputError
 from memories.text import content_hash
 
@@ -61,9 +64,17 @@ def memory_import(
     created_at: datetime,
     updated_at: datetime,
     space: Space | int | None = None,
+    hold_reasons: list[dict] | None = None,
 ) -> bool:
     """Store a memory under its own id (``memory_id``) in ``space`` (default: the shared space);
-    False (and nothing written) when the hub holds that id."""
+    False (and nothing written) when the hub holds that id. ``hold_reasons``: the poisoning
+    screen held it here (docs/flow.md#screening); a served memory is then stored held, with its
+    hold open for a curator, and so is one the exporting hub held."""
+    held = status == Status.HELD or (hold_reasons is not None and status == Status.ACTIVE)
+    if held:
+        status = Status.HELD
+        hold_reasons = hold_reasons or [{"rule": "import", "label": "held in the hub it was exported from",
+                                         "field": "", "start": 0, "end": 0, "text": "", "severity": "hold"}]
     with transaction.atomic():
         # Keyed by its UUID: a memory the hub holds stays as it is.
         if Memory.objects.filter(pk=memory_id).exists():
@@ -77,6 +88,8 @@ def memory_import(
             archived_at=archived_at, valid_until=valid_until,
         )
         _times(Memory, memory.pk, created_at=created_at, updated_at=updated_at)
+        if held:
+            hold_record(memory=memory, origin=HoldOrigin.SCREEN, reasons=hold_reasons or [])
     return True
 
 

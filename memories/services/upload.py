@@ -142,8 +142,8 @@ def memory_upload(
     clean = memory_input_clean(content=content, context=context, resolution=resolution, tags=tags)
     space_id = space_or_shared(space)
     gate = write_gate(space_id=space_id, agent=agent)
-    [verdict] = screen_items([_screened(clean)], gate)
     vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
+    [verdict] = screen_items([_screened(clean)], gate, vectors=[vector])
     return _funnel(clean, vector, memory_type, agent=agent, source=source, provenance=provenance or {},
                    space_id=space_id, verdict=verdict, gate=gate)
 
@@ -179,8 +179,9 @@ def memories_upload(
         chunk = items[start : start + UPLOAD_BATCH_MAX]
         cleaned = memory_inputs_clean(chunk)
         valid = [clean for clean in cleaned if isinstance(clean, CleanMemory)]
-        verdicts = iter(screen_items([_screened(c) for c in valid], gate) if valid else [])
-        vectors = iter(embed_texts([embedding_text(c.content, c.context, c.resolution) for c in valid]) if valid else [])
+        embedded = embed_texts([embedding_text(c.content, c.context, c.resolution) for c in valid]) if valid else []
+        verdicts = iter(screen_items([_screened(c) for c in valid], gate, vectors=embedded) if valid else [])
+        vectors = iter(embedded)
         for offset, (item, clean) in enumerate(zip(chunk, cleaned, strict=True)):
             if isinstance(clean, MemoryInputError):
                 out.append(clean)

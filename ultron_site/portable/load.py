@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
+from agents.models import Space
 from agents.selectors import space_or_shared
 from clusters.models import ClusterMember
 from clusters.services import cluster_assign, skill_search_text
@@ -24,6 +25,7 @@ from core.spaces import maintenance
 from memories.models import EmbeddingSpace, Memory, MemoryContribution, Status
 from memories.redaction import Redacted
 from memories.redaction.policy import Occasion, redact_for
+from memories.screening import memories_screen
 from memories.services import (
     CleanMemory,
     EmbeddingSpaceMismatch,
@@ -127,6 +129,8 @@ class Importer:
         self.ctx = Context(space_id=space_id)
         self.same_space = False
         self.dims = 0
+        self.allowed_hosts = list(Space.objects.filter(pk=space_or_shared(space_id)).values_list(
+            "allowed_hosts", flat=True).first() or [])
 
     def header(self, data: Any) -> None:
         header = header_check(data)
@@ -151,6 +155,16 @@ class Importer:
                                        for line in bodies])
         refused: set[int] = set()
         changed: set[int] = set()
+        # Another hub's memories are screened like uploads (docs/flow.md#screening): what the screen holds
+        # arrives held, whatever the exporting hub decided.
+        screened = [(line, clean) for line, clean in zip(bodies, cleaned, strict=True)
+                    if line.kind == "memory" and isinstance(clean, CleanMemory)]
+        verdicts = memories_screen([{"content": c.content, "context": c.context, "resolution": c.resolution,
+                                     "tags": c.tags, "hidden": c.hidden} for _, c in screened],
+                                   allowed_hosts=self.allowed_hosts) if screened else []
+        for (line, _), verdict in zip(screened, verdicts, strict=True):
+            if verdict.held:
+                line.hold_reasons = verdict.reasons()
         for line, clean in zip(bodies, cleaned, strict=True):
             if not isinstance(clean, CleanMemory):
                 self.bad(line.number, f"{line.kind}: {clean}")

@@ -61,6 +61,8 @@ class Line:
     vector: list[float] | None = None  # memory embedding, cluster centroid, skill embedding
     members: dict[str, list[float]] = field(default_factory=dict)  # cluster: memory id -> vector
     reembedded: bool = False
+    # A memory the poisoning screen holds here (its reasons), whatever the other hub decided.
+    hold_reasons: list[dict] | None = None
 
 
 @dataclass
@@ -115,6 +117,7 @@ def memory_store(line: Line, ctx: Context) -> str:
     added = memory_import(
         memory_id=d["id"], content=d["content"], context=d.get("context", ""), resolution=d.get("resolution", ""),
         tags=d.get("tags", []), memory_type=d["memory_type"], tier=d["tier"], status=d["status"],
+        hold_reasons=line.hold_reasons,
         hit_count=d["hit_count"], last_hit_at=d.get("last_hit_at"), summary_l0=d.get("summary_l0", ""),
         overview_l1=d.get("overview_l1", ""), embedding=line.vector, merge_pending=d.get("merge_pending", False),
         agent=ctx.agent(d.get("agent")), source=d.get("source", "api"),

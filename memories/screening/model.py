@@ -1,0 +1,114 @@
+"""The screen's own learned judgement: how much a memory reads like an attempt to steer the
+agents that read it, learned from labelled memories rather than listed.
+
+``memories/data/screen_train_*.jsonl`` hold written examples of attacks and of benign lessons
+full of the same words (installers piped to a shell, force-pushes on one's own branch, security
+advice quoting attacks). Once per process and embedding model a logistic regression is fitted on
+three views of each, as the type classifier does (``memories.judgements.prototypes``):
+
+- the sentence embedding the hub computes for every memory anyway (what it asks for);
+- word unigrams and bigrams, TF-IDF weighted ("send the", "instead of", "do not tell");
+- character 2-4-grams within words (identifiers, flags, Chinese).
+
+Scoring a memory costs well under a millisecond (its embedding is the upload's own); fitting
+takes a few seconds once the examples are embedded (their vectors are cached under the data
+directory). Nothing is downloaded. ``bench/screen.py`` measures it on sets it was not fitted on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memories.judgements.prototypes import _prototype_vectors, _TermView
+from memories.providers.embeddings import get_embedder
+from memories.text import embedding_text
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+TRAINING_GLOB = "screen_train_*.jsonl"
+# Inverse regularisation of the regression (bench/screen.py --grid chose it on the training
+# sets' cross-validation; bench/README.md).
+REGULARISATION_C = 10.0
+
+
+@dataclass(frozen=True)
+class ScreenModel:
+    views: tuple[_TermView, ...]
+    embedding_weights: np.ndarray  # (dims,)
+    intercept: float
+    examples: int
+
+    def probability(self, text: str, vector: Any) -> float:
+        """How likely ``text`` (a memory's fields joined, with ``vector`` its embedding) is an attack."""
+        decision = self.intercept + float(self.embedding_weights @ np.asarray(vector, dtype=np.float64))
+        for view in self.views:
+            decision += float(view.decision(text)[0])
+        return float(1.0 / (1.0 + np.exp(-decision)))
+
+
+def training_rows(paths: list[Path] | None = None) -> list[dict]:
+    rows = []
+    for path in paths if paths is not None else sorted(DATA.glob(TRAINING_GLOB)):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.get("label") not in ("attack", "benign"):
+                raise ValueError(f"{path.name}:{number}: label must be attack or benign")
+            rows.append(row)
+    return rows
+
+
+def row_text(row: dict) -> str:
+    return embedding_text(row.get("content") or "", row.get("context") or "", row.get("resolution") or "").strip()
+
+
+def screen_model_fit(texts: list[str], labels: np.ndarray, vectors: np.ndarray, *,
+                     regularisation: float | None = None) -> ScreenModel:
+    """A model fitted on these examples (``labels``: 1 attack, 0 benign; ``vectors`` their embeddings)."""
+    from scipy.sparse import csr_matrix, hstack
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2)
+    chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True)
+    blocks = [words.fit_transform(texts), chars.fit_transform(texts)]
+    features = hstack([*blocks, csr_matrix(vectors)]).tocsr()
+    regression = LogisticRegression(C=regularisation or REGULARISATION_C, solver="liblinear",
+                                    class_weight="balanced", max_iter=2000).fit(features, labels)
+    coef = regression.coef_  # (1, features)
+    views, start = [], 0
+    for vectorizer, block in zip((words, chars), blocks, strict=True):
+        width = block.shape[1]
+        views.append(_TermView(vectorizer.build_analyzer(), dict(vectorizer.vocabulary_),
+                               vectorizer.idf_.astype(np.float64), coef[:, start : start + width]))
+        start += width
+    return ScreenModel(tuple(views), coef[0, start:], float(regression.intercept_[0]), len(texts))
+
+
+_cache: dict[tuple[str, str, int], ScreenModel | None] = {}
+_lock = threading.Lock()
+
+
+def screen_model() -> ScreenModel | None:
+    """The model for the configured embedding model (fitted once per process); None when no
+    training examples are shipped."""
+    embedder = get_embedder()
+    key = (embedder.provider, embedder.model, embedder.dimensions)
+    if key in _cache:
+        return _cache[key]
+    with _lock:
+        if key not in _cache:
+            rows = training_rows()
+            if not rows:
+                _cache[key] = None
+            else:
+                texts = [row_text(row) for row in rows]
+                labels = np.array([row["label"] == "attack" for row in rows], dtype=int)
+                _cache[key] = screen_model_fit(texts, labels, _prototype_vectors(embedder, texts, kind="screen-examples"))
+    return _cache[key]
