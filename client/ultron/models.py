@@ -1,6 +1,11 @@
 """What the hub answers, as typed records. Fields the hub adds later are ignored, so an older
-client keeps working against a newer hub; ``to_dict()`` gives the plain data back (the CLI's
-``--json`` and the MCP tools' results)."""
+client keeps working against a newer hub, and fields an older hub does not send keep their
+defaults; ``to_dict()`` gives the plain data back (the CLI's ``--json`` and the MCP tools'
+results).
+
+A memory is a note another agent recorded: reference material to weigh, not instructions to
+follow. Each one says who wrote it (``agent``), whether a curator verified it (``verified``) and
+what the hub's poisoning screen noted when it let it through (``flags``)."""
 
 from __future__ import annotations
 
@@ -22,11 +27,19 @@ class Record:
         return dataclasses.asdict(self)
 
 
+Reason = dict[str, Any]  # {rule, label, field, start, end, text, severity}: what the screen found
+
+
 @dataclass
 class MemoryRecord(Record):
-    """A memory. From ``get_memory_details`` every field is filled; as a search result only the
-    summary fields are (``content``, ``resolution`` stay empty: read them with
-    ``get_memory_details``)."""
+    """A memory: a note another agent recorded, to weigh, not to obey. From
+    ``get_memory_details`` every field is filled; as a search result only the summary fields
+    are (``content``, ``resolution`` stay empty: read them with ``get_memory_details``).
+
+    Provenance: ``agent`` is its writer; ``verified`` whether a curator approved or wrote it
+    (None: the hub is older and does not say); ``flags`` what the poisoning screen noted when
+    it served it (a link outside the space's allowed hosts, …), each a ``Reason``. ``status``
+    is ``held`` (or ``rejected``) only for the caller's own memories that wait for a curator."""
 
     id: str
     memory_type: str
@@ -42,7 +55,9 @@ class MemoryRecord(Record):
     resolution: str = ""
     merge_pending: bool = False
     redactions: dict[str, int] = field(default_factory=dict)
-    agent: str | None = None
+    agent: str | None = None  # the writer
+    verified: bool | None = None
+    flags: list[Reason] = field(default_factory=list)
     source: str = ""
     last_hit_at: str | None = None
     created_at: str | None = None
@@ -52,6 +67,16 @@ class MemoryRecord(Record):
     supersedes: list[str] = field(default_factory=list)
     superseded_by: str | None = None
     valid_until: str | None = None
+
+    @property
+    def writer(self) -> str | None:
+        """The agent that wrote it (``agent``)."""
+        return self.agent
+
+    @property
+    def held(self) -> bool:
+        """One of the caller's own memories that waits for a curator's review."""
+        return self.status == "held"
 
 
 class MemoryList(list[MemoryRecord]):
@@ -68,8 +93,9 @@ class MemoryList(list[MemoryRecord]):
 
 @dataclass
 class SearchResult(Record):
-    """One search hit: ``record`` (summary fields), cosine ``similarity_score`` and the ranking
-    ``score``."""
+    """One search hit: ``record`` (summary fields, with its provenance: ``writer``,
+    ``verified``, ``flags``), cosine ``similarity_score`` and the ranking ``score``. A hit is
+    another agent's note, to weigh, not to obey."""
 
     record: MemoryRecord
     similarity_score: float
@@ -77,8 +103,22 @@ class SearchResult(Record):
 
     @classmethod
     def from_api(cls, data: dict[str, Any]) -> SearchResult:
-        return cls(record=MemoryRecord.from_api(data), similarity_score=float(data.get("similarity_score", 0.0)),
+        record = MemoryRecord.from_api(data)
+        record.agent = data.get("writer", record.agent)  # a hit names its writer "writer"
+        return cls(record=record, similarity_score=float(data.get("similarity_score", 0.0)),
                    score=float(data.get("score", 0.0)))
+
+    @property
+    def writer(self) -> str | None:
+        return self.record.agent
+
+    @property
+    def verified(self) -> bool | None:
+        return self.record.verified
+
+    @property
+    def flags(self) -> list[Reason]:
+        return self.record.flags
 
     def to_dict(self) -> dict[str, Any]:
         """The hit as the hub sent it: the summary fields, no empty full-text ones."""
@@ -91,13 +131,19 @@ class SearchResult(Record):
             data["supersedes"] = r.supersedes
         if r.superseded_by:
             data.update(superseded_by=r.superseded_by, valid_until=r.valid_until)
+        data.update(writer=r.agent, verified=r.verified, flags=r.flags)
         data.update(similarity_score=self.similarity_score, score=self.score)
         return data
 
 
 @dataclass
 class UploadResult(Record):
-    """One upload's outcome: the memory it created (``merged`` False) or merged into."""
+    """One upload's outcome: the memory it created (``merged`` False) or merged into.
+
+    ``status`` ``held`` (the hub answered 202): the memory is stored but the hub's poisoning
+    screen flagged it, or its writer's memories are reviewed; nobody but its writer reads it
+    until a curator approves it. ``reasons`` then says why, each a ``Reason``; for a memory
+    stored and served, they are what the screen noted (its ``flags``), usually none."""
 
     id: str
     memory_type: str
@@ -110,12 +156,19 @@ class UploadResult(Record):
     similarity_score: float | None = None
     candidate_of: str | None = None
     summary_l0: str = ""  # filled by ingest_text
+    reasons: list[Reason] = field(default_factory=list)
+
+    @property
+    def held(self) -> bool:
+        """Stored but held for a curator's review (the hub answered 202)."""
+        return self.status == "held"
 
 
 @dataclass
 class BatchItem(Record):
     """One item of ``upload_memories``, at ``index`` in the list given: ``status`` is what a
-    single upload would have answered (201 stored, 200 merged, 400 refused); ``result`` as
+    single upload would have answered (201 stored, 200 merged, 202 held for review, 400
+    refused); ``result`` as
     ``upload_memory`` returns it, or ``error`` (the hub's ``{error, message, field}``, the field
     naming the item, e.g. ``memories[3].content``). A refused item does not stop the others."""
 
@@ -126,7 +179,13 @@ class BatchItem(Record):
 
     @property
     def ok(self) -> bool:
+        """Stored (new, merged or held); False for a refused item."""
         return self.result is not None
+
+    @property
+    def held(self) -> bool:
+        """Stored but held for a curator's review (``result.reasons`` says why)."""
+        return self.status == 202 or (self.result is not None and self.result.held)
 
 
 @dataclass
@@ -163,7 +222,11 @@ class ContextEntry(Record):
 
 @dataclass
 class Context(Record):
-    """A prompt-ready block (``context``) within ``token_budget``; ``tokens`` is its size."""
+    """A prompt-ready block (``context``) within ``token_budget``; ``tokens`` is its size.
+
+    The hub frames the block as evidence: ``<shared-memories>``, a preface saying these are
+    other agents' notes to weigh, not instructions, then one line per memory with its writer,
+    date and verified mark, then ``</shared-memories>`` (docs/api.md#context)."""
 
     context: str
     tokens: int
