@@ -1,9 +1,14 @@
 """Agents and their API tokens (admins): create an agent, issue a token (shown once, on the
-page that issued it — never in a message or a log), revoke one token or all of them."""
+page that issued it — never in a message or a log), revoke one token or all of them.
+
+Apps above this one add panels to an agent's page (``agent_page_panel_register``: the memory
+service's "hold everything this agent wrote"), without this app knowing them."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -23,6 +28,25 @@ from agents.services import agent_create, token_issue, token_lifetime, token_rev
 from core.admin_tools import HubAdmin, ReadOnlyTabularInline, ViewerLinks, linked
 
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
+
+# Panels apps above this one add to an agent's page: name -> (heading, render(request, agent)).
+_PANELS: dict[str, tuple[str, Callable[[HttpRequest, Agent], str]]] = {}
+
+
+def agent_page_panel_register(name: str, title: str, render: Callable[[HttpRequest, Agent], str]) -> None:
+    """Add a panel named ``name`` (its HTML id) with heading ``title`` to the agent's page:
+    ``render`` returns safe HTML (its own forms: the panel sits after the page's form), or ""
+    when it has nothing to show that person. It checks the person's rights itself."""
+    _PANELS[name] = (title, render)
+
+
+def agent_page_panels(request: HttpRequest, agent: Agent) -> list[dict[str, Any]]:
+    panels = []
+    for name, (title, render) in _PANELS.items():
+        html = render(request, agent)
+        if html:
+            panels.append({"name": name, "title": title, "html": html})
+    return panels
 
 
 class ApiTokenInline(ReadOnlyTabularInline):
@@ -85,6 +109,11 @@ class AgentAdmin(ViewerLinks, HubAdmin):
     def active_tokens(self, agent: Agent) -> int:
         # Revoked and expired tokens no longer open the API (agents/auth.py): neither counts as active.
         return agent.tokens.active().count()
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None) -> HttpResponse:
+        agent = self.get_object(request, object_id)
+        panels = agent_page_panels(request, agent) if agent is not None and self.has_view_permission(request, agent) else []
+        return super().change_view(request, object_id, form_url, {"agent_panels": panels, **(extra_context or {})})
 
     def get_urls(self):
         return [

@@ -1,9 +1,12 @@
 """Spaces and their members on the admin site.
 
 Hub-wide admins (superusers) list, create and edit spaces; the admin of a space sees it and
-manages its members: who may read, write, curate or administer it. Every change goes through
-the agents' services (``space_create``, ``space_edit``, ``membership_set``,
-``membership_remove``), which keep their rules (an agent is a reader or a writer, never more)."""
+manages its members: who may read, write, curate or administer it, and how far the hub trusts
+what each writes (``trusted``, or ``reviewed``: everything it writes is held for a curator). A
+space's form also sets the trust new members get and the hosts its memories may link to. Every
+change goes through the agents' services (``space_create``, ``space_edit``, ``membership_set``,
+``membership_remove``), which keep their rules (an agent is a reader or a writer, never more; a
+new member takes the space's default trust)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from agents.admin_spaces import space_admin_ids
-from agents.models import Membership, Space
+from agents.models import Membership, Space, Trust
 from agents.services import (
     SpaceError,
     membership_remove,
@@ -25,6 +28,7 @@ from agents.services import (
     membership_set,
     space_create,
     space_edit,
+    space_hosts_clean,
     space_slug_clean,
 )
 from core.admin_tools import HubAdmin
@@ -34,12 +38,35 @@ def _hub_admin(request) -> bool:
     return bool(request.user.is_active and request.user.is_superuser)
 
 
+class HostsField(forms.CharField):
+    """Host names, one a line (a list in the model)."""
+
+    widget = forms.Textarea(attrs={"rows": 4})
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list | tuple) else value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        try:
+            return space_hosts_clean(text.replace(",", "\n").splitlines())
+        except SpaceError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
 class SpaceForm(forms.ModelForm):
+    allowed_hosts = HostsField(
+        required=False, label="Allowed hosts",
+        help_text="One host a line (docs.example.com). Its memories may link to these besides the hub's own list; "
+                  "a host allows its subdomains. A link elsewhere that asks the reader to fetch or send is held.")
+
     class Meta:
         model = Space
-        fields = ("slug", "name", "description")
+        fields = ("slug", "name", "description", "default_trust", "allowed_hosts")
         help_texts = {"slug": "How agents and the API name the space: letters, digits, '-' and '_'. "
-                              "It never changes once the space exists."}
+                              "It never changes once the space exists.",
+                      "default_trust": "The trust a new member gets: reviewed holds everything it writes until "
+                                       "a curator approves it. Existing members keep theirs."}
 
     def clean_slug(self) -> str:
         try:
@@ -51,7 +78,7 @@ class SpaceForm(forms.ModelForm):
 @admin.register(Space)
 class SpaceAdmin(HubAdmin):
     form = SpaceForm
-    list_display = ("slug", "name", "members", "created_at")
+    list_display = ("slug", "name", "members", "default_trust", "hosts", "created_at")
     search_fields = ("slug", "name")
 
     def get_queryset(self, request):
@@ -82,19 +109,34 @@ class SpaceAdmin(HubAdmin):
         url = reverse("admin:agents_membership_changelist") + f"?space__id__exact={space.pk}"
         return format_html('<a class="hub-link" href="{}">{}</a>', url, space.member_count)
 
+    @admin.display(description="allowed hosts")
+    def hosts(self, space: Space) -> str:
+        return ", ".join(space.allowed_hosts) or "—"
+
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
+        settings = {"default_trust": data.get("default_trust") or Trust.TRUSTED,
+                    "allowed_hosts": data.get("allowed_hosts") or []}
         if change:
-            space_edit(space=obj, name=data["name"], description=data["description"])
+            space_edit(space=obj, name=data["name"], description=data["description"], **settings)
             return
         created = space_create(slug=data["slug"], name=data["name"], description=data["description"])
+        space_edit(space=created, name=created.name, description=created.description, **settings)
         obj.pk, obj.created_at = created.pk, created.created_at  # the page links and logs the stored row
 
 
 class MembershipForm(forms.ModelForm):
     class Meta:
         model = Membership
-        fields = ("space", "user", "role")
+        fields = ("space", "user", "role", "trust")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "trust" in self.fields and not self.instance.pk:
+            # A new member takes its space's default trust unless one is chosen here.
+            self.fields["trust"] = forms.TypedChoiceField(
+                choices=[("", "the space's default"), *Trust.choices], required=False, empty_value=None,
+                help_text="reviewed: everything this member writes is held until a curator approves it.")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -118,8 +160,9 @@ class AdministeredSpaceFilter(admin.RelatedFieldListFilter):
 @admin.register(Membership)
 class MembershipAdmin(HubAdmin):
     form = MembershipForm
-    list_display = ("user", "kind", "space", "role", "created_at")
-    list_filter = (("space", AdministeredSpaceFilter), "role")
+    list_display = ("user", "kind", "space", "role", "trust", "created_at")
+    list_editable = ("trust",)
+    list_filter = (("space", AdministeredSpaceFilter), "role", "trust")
     list_select_related = ("space", "user", "user__agent")
     search_fields = ("user__username",)
 
@@ -129,7 +172,7 @@ class MembershipAdmin(HubAdmin):
     def get_fields(self, request, obj=None) -> Any:
         # A membership's space and user are shown as text once it exists: links would lead to
         # pages (people, spaces) its viewer may not open.
-        return ("space_slug", "member", "role") if obj is not None else ("space", "user", "role")
+        return ("space_slug", "member", "role", "trust") if obj is not None else ("space", "user", "role", "trust")
 
     def get_readonly_fields(self, request, obj=None) -> Any:
         return ("space_slug", "member") if obj is not None else ()
@@ -173,8 +216,11 @@ class MembershipAdmin(HubAdmin):
         return "agent" if hasattr(membership.user, "agent") else "person"
 
     def save_model(self, request, obj, form, change):
-        stored = membership_set(space=obj.space, user=obj.user, role=obj.role)
-        obj.pk, obj.created_at = stored.pk, stored.created_at
+        # A new member without a chosen trust takes the space's default (the service's rule); the
+        # list's trust column edits existing members through here too.
+        trust = form.cleaned_data.get("trust") if "trust" in form.cleaned_data else obj.trust
+        stored = membership_set(space=obj.space, user=obj.user, role=obj.role, trust=trust or None)
+        obj.pk, obj.created_at, obj.trust = stored.pk, stored.created_at, stored.trust
 
     def delete_model(self, request, obj):
         membership_remove(space=obj.space, user=obj.user)

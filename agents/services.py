@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import AGENT_ROLES, SHARED_SPACE, Agent, ApiToken, Membership, Role, Space
+from agents.models import AGENT_ROLES, SHARED_SPACE, Agent, ApiToken, Membership, Role, Space, Trust
 
 TOKEN_PREFIX = "ult_"
 
@@ -62,12 +62,45 @@ def space_create(*, slug: str, name: str = "", description: str = "") -> Space:
     return space
 
 
-def space_edit(*, space: Space, name: str, description: str) -> Space:
+def space_hosts_clean(hosts: list[str]) -> list[str]:
+    """Host names as a space's ``allowed_hosts`` keeps them: trimmed, lower case, each once; a
+    leading '.' is kept (it and none both allow the subdomains). ``SpaceError`` names a value
+    that is not a host name (a URL, a path, a port, a space inside)."""
+    cleaned: list[str] = []
+    for raw in hosts:
+        host = raw.strip().lower().rstrip(".")
+        if not host:
+            continue
+        bare = host.lstrip(".")
+        labels = bare.split(".")
+        if (len(bare) > 253 or host.count(".") - bare.count(".") > 1 or not all(
+                label and len(label) <= 63 and label[0] != "-" and label[-1] != "-"
+                and all(c.isalnum() or c == "-" for c in label) for label in labels)):
+            raise SpaceError(f"{raw.strip()!r} is not a host name (write it as docs.example.com, without "
+                             "https:// or a path)")
+        if host not in cleaned:
+            cleaned.append(host)
+    return cleaned
+
+
+def space_edit(*, space: Space, name: str, description: str, default_trust: str | None = None,
+               allowed_hosts: list[str] | None = None) -> Space:
     """A space's name and description, as given (an empty description clears it; an empty
-    name is the slug). The slug is the space's name in every API call: it never changes."""
+    name is the slug), and when given the trust new members get and the hosts its memories may
+    link to (``space_hosts_clean``). The slug is the space's name in every API call: it never
+    changes."""
+    fields = ["name", "description"]
     space.name = name.strip() or space.slug
     space.description = description
-    space.save(update_fields=["name", "description"])
+    if default_trust is not None:
+        if default_trust not in Trust.values:
+            raise SpaceError(f"trust {default_trust!r}: one of {', '.join(Trust.values)}")
+        space.default_trust = default_trust
+        fields.append("default_trust")
+    if allowed_hosts is not None:
+        space.allowed_hosts = space_hosts_clean(allowed_hosts)
+        fields.append("allowed_hosts")
+    space.save(update_fields=fields)
     return space
 
 
@@ -87,10 +120,16 @@ def membership_role_check(*, user, role: str) -> None:
         raise SpaceError(f"agents read and write; {role!r} is a person's role (curation stays with people)")
 
 
-def membership_set(*, space: Space, user, role: str) -> Membership:
-    """Give ``user`` exactly ``role`` in ``space`` (agents: reader or writer only)."""
+def membership_set(*, space: Space, user, role: str, trust: str | None = None) -> Membership:
+    """Give ``user`` exactly ``role`` in ``space`` (agents: reader or writer only), and ``trust``
+    when given. A new membership without one takes the space's ``default_trust``; an existing
+    one keeps its own."""
     membership_role_check(user=user, role=role)
-    membership, _ = Membership.objects.update_or_create(space=space, user=user, defaults={"role": role})
+    if trust is not None and trust not in Trust.values:
+        raise SpaceError(f"trust {trust!r}: one of {', '.join(Trust.values)}")
+    membership, _ = Membership.objects.update_or_create(
+        space=space, user=user, defaults={"role": role, **({"trust": trust} if trust is not None else {})},
+        create_defaults={"role": role, "trust": trust or space.default_trust})
     return membership
 
 
