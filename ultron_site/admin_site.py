@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.templatetags.static import static
 from django.urls import path, reverse, reverse_lazy
+from django.utils.text import format_lazy
 from django.views.decorators.http import require_POST
 from unfold.sites import UnfoldAdminSite
 
@@ -53,6 +54,12 @@ def sidebar(request: HttpRequest) -> list[dict[str, Any]]:
                 {"title": "Dashboard", "icon": "dashboard", "link": reverse_lazy("admin:index")},
                 {"title": "Memories", "icon": "psychology", "link": reverse_lazy("admin:memories_memory_changelist"),
                  "permission": _can("memories.view_memory")},
+                {"title": "Review queue", "icon": "checklist",
+                 "link": reverse_lazy("admin:memories_memory_queue"),
+                 "permission": _can("memories.review_merges")},
+                {"title": "Held for review", "icon": "gpp_maybe",
+                 "link": format_lazy("{}?kind=held", reverse_lazy("admin:memories_memory_queue")),
+                 "permission": _can("memories.review_merges")},
                 {"title": "Merge review", "icon": "merge",
                  "link": reverse_lazy("admin:memories_memory_merge_review"),
                  "permission": _can("memories.review_merges")},

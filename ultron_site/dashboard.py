@@ -97,11 +97,27 @@ def review_counts(stats: dict[str, Any], space_ids: list[int] | None = None) -> 
         "candidates": {"value": memory_reviews.merge_candidates_open_count(space_ids=space_ids), "href": queue + "?kind=candidate"},
         "conflicts": {"value": memory_reviews.changes_open_count(space_ids=space_ids), "href": queue + "?kind=conflict"},
         "types": {"value": memory_reviews.type_reviews_open_count(space_ids=space_ids), "href": queue + "?kind=type"},
+        "held": {"value": memory_reviews.holds_open_count(space_ids=space_ids), "href": queue + "?kind=held"},
         "cluster_suggestions": {"value": cluster_suggestions_open_count(space_ids=space_ids),
                                 "href": queue + "?kind=cluster_suggestion"},
         "queue": {"href": queue},
         "failed_segments": ingestion_reads.segments_parked_count(space_ids=space_ids),
     }
+
+
+# A memory's reads "come mostly from one agent" (the shape of an agent inflating what it planted):
+# at least this share of its calls in the last DAYS days, from one reader with at least this many.
+ONE_READER_SHARE = 0.8
+ONE_READER_CALLS = 10
+
+
+def one_reader(space_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """Active memories whose reads of the last 30 days come mostly from one agent, most calls first."""
+    rows = memory_reviews.reads_from_one_agent(space_ids=space_ids, days=DAYS, share=ONE_READER_SHARE,
+                                               min_calls=ONE_READER_CALLS)
+    return [{"memory": row.memory, "href": reverse("admin:memories_memory_change", args=[row.memory.pk]),
+             "reader": row.reader, "calls": row.calls, "total": row.total, "share": round(100 * row.share),
+             "readers": row.memory.readers, "tier": row.memory.tier} for row in rows]
 
 
 def dashboard_context(*, space_ids: list[int] | None = None) -> dict[str, Any]:
@@ -114,4 +130,6 @@ def dashboard_context(*, space_ids: list[int] | None = None) -> dict[str, Any]:
         "pipeline": pipeline_status(space_ids),
         "jobs": ingestion_reads.jobs_recent(limit=5, space_ids=space_ids),
         "review": review_counts(stats, space_ids),
+        "one_reader": one_reader(space_ids),
+        "one_reader_share": round(100 * ONE_READER_SHARE), "one_reader_calls": ONE_READER_CALLS,
     }
