@@ -222,8 +222,9 @@ def upload(args: argparse.Namespace) -> int:
     elif result.held:
         print(_held(result))
     elif result.merged:
+        hits = f"{result.hit_count} hit{'' if result.hit_count == 1 else 's'}"
         print(f"Merged into {result.id} ({result.memory_type}, {result.tier}){_in(result.space)}: similarity "
-              f"{result.similarity_score:.3f}, now {result.hit_count} hits.")
+              f"{result.similarity_score:.3f}, now {hits}.")
     else:
         print(f"Stored {result.id} ({result.memory_type}, {result.tier}){_in(result.space)}."
               + (f" It may duplicate {result.candidate_of}: a curator will decide." if result.candidate_of else ""))
@@ -340,7 +341,9 @@ def context(args: argparse.Namespace) -> int:
         emit_json(block.to_dict())
     else:
         print(block.context)
-        print(f"({block.tokens}/{block.token_budget} tokens, {len(block.memories)} memories)", file=sys.stderr)
+        count = len(block.memories)
+        print(f"({block.tokens}/{block.token_budget} tokens, {count} memor{'y' if count == 1 else 'ies'})",
+              file=sys.stderr)
     return 0
 
 
