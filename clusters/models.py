@@ -127,6 +127,9 @@ class SkillVersion(models.Model):
     score = models.FloatField(default=0.0)
     status = models.CharField(max_length=12, choices=SkillStatus.choices, default=SkillStatus.DRAFT)
     reason = models.TextField(blank=True)
+    review_reasons = models.JSONField(default=list, blank=True, help_text=(
+        "why this version may not be published without a curator (clusters.judgements.skill_gate): "
+        "[{cause, label, memory, rule, field, text, severity}]; empty when nothing stopped it"))
     author = models.CharField(max_length=100, blank=True, help_text="llm model, 'offline', or a curator")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,7 +1,8 @@
 """Crystallization: a cluster's members written into a skill, checked by a quality bar and a
 claim-by-claim verification (``clusters.judgements.skill_draft`` decides all three), then
-published — or kept as rejected with its reason; and publishing (a curator's approval or
-rollback)."""
+published — or kept as rejected with its reason, or as a draft waiting for a curator when what
+it was drawn from or its own text is not clean (``clusters.judgements.skill_gate``); and
+publishing (a curator's approval or rollback)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,15 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from agents.models import Membership, Space, Trust
 from clusters import selectors
 from clusters.judgements.skill_draft import MemoryFacts, skill_draft
+from clusters.judgements.skill_gate import (
+    SourceFacts,
+    skill_text_reasons,
+    source_reasons,
+    waiting_reason,
+)
 from clusters.models import KnowledgeCluster, Skill, SkillStatus, SkillVersion
 from clusters.selectors import clusters_ready
 from clusters.services.membership import clusters_assign_missing
@@ -38,6 +46,28 @@ def _facts(cluster: KnowledgeCluster) -> list[MemoryFacts]:
     ]
 
 
+def _sources(memory_ids: list[str], space_id: int) -> list[SourceFacts]:
+    """What the gate needs of the memories a skill is drawn from, read now (inside the filing
+    transaction: a memory held since the draft was written counts)."""
+    rows = {str(pk): (status, flags, verified_at, user_id) for pk, status, flags, verified_at, user_id in
+            Memory.objects.filter(pk__in=memory_ids).values_list("pk", "status", "screen_flags", "verified_at",
+                                                                 "agent__user_id")}
+    writers = {row[3] for row in rows.values() if row[3] is not None}
+    reviewed = set(Membership.objects.filter(space_id=space_id, user_id__in=writers, trust=Trust.REVIEWED)
+                   .values_list("user_id", flat=True)) if writers else set()
+    out = []
+    for memory_id in memory_ids:
+        if memory_id not in rows:
+            out.append(SourceFacts(memory_id, found=False))
+            continue
+        status, flags, verified_at, user_id = rows[memory_id]
+        labels = tuple(dict.fromkeys(str(f.get("label") or f.get("rule") or "flagged") for f in flags or []
+                                     if isinstance(f, dict)))
+        out.append(SourceFacts(memory_id, status=status, flags=labels or (("flagged",) if flags else ()),
+                               verified=verified_at is not None, reviewed_writer=user_id in reviewed))
+    return out
+
+
 def _unique_slug(base: str, space_id: int) -> str:
     """``base``, or ``base-2``, ``-3``…: unique among the space's skills (other spaces' slugs
     neither count nor show)."""
@@ -58,8 +88,11 @@ def _record(cluster: KnowledgeCluster, result: str, reason: str) -> None:
 
 def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
     """Write (or rewrite) the cluster's skill. Publishes only a draft that passes the quality
-    bar and verification and, for a rewrite, scores better than the published version; any
-    other outcome is kept (rejected) or recorded on the cluster, with its reason."""
+    bar and verification and, for a rewrite, scores better than the published version, and that
+    the gate lets through (``clusters.judgements.skill_gate``: its memories all served in the
+    open, its text passing the poisoning screen) — one it stops is kept as a draft for a curator,
+    its reasons in ``review_reasons``; any other outcome is kept (rejected) or recorded on the
+    cluster, with its reason."""
     cluster = KnowledgeCluster.objects.get(pk=cluster_id)
     members = _facts(cluster)
     # A curator may crystallize any cluster, and members may have been archived: the threshold
@@ -82,6 +115,11 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
         return None
     draft, quality, verification, score = written.draft, written.quality, written.verification, written.score
     passed, reason = written.passed, written.reason
+    # The screen reads the skill's text outside the transaction too (its classifier takes a while).
+    allowed_hosts = (Space.objects.filter(pk=cluster.space_id)  # type: ignore[misc]  # never null (stubs read a default as optional)
+                     .values_list("allowed_hosts", flat=True).first() or [])
+    text_reasons = skill_text_reasons(name=draft.name, description=draft.description, body=written.body,
+                                      allowed_hosts=allowed_hosts)
     # The draft is written outside the transaction (an LLM call is slow); the cluster is locked
     # and read again only to file it, so two runs on one cluster never make two skills.
     with transaction.atomic():
@@ -98,23 +136,29 @@ def cluster_crystallize(*, cluster_id: int) -> SkillVersion | None:
         if passed and current is not None and score <= current.score and not skill.stale_reason:
             passed = False
             reason = f"scored {score} and did not beat the published version {current.version} ({current.score})"
+        # Recorded whatever the checks said: a curator who publishes a rejected version by hand reads them too.
+        sources = _sources([str(m.id) for m in members], cluster.space_id)  # type: ignore[arg-type]  # never null (stubs read a default as optional)
+        review_reasons = [*source_reasons(sources), *text_reasons]
+        held = passed and bool(review_reasons)
+        if held:
+            reason = waiting_reason(review_reasons)
+        result = "held" if held else "published" if passed else "rejected"
         version = SkillVersion.objects.create(
             space_id=skill.space_id, skill=skill, version=(skill.versions.aggregate(n=Max("version"))["n"] or 0) + 1,
             name=draft.name, description=draft.description, body=written.body, memory_ids=[m.id for m in members],
             cluster=cluster, quality={"passed": quality.passed, "score": quality.score, **quality.details},
             verification={"passed": verification.passed, "score": verification.score, **verification.details},
             score=score, status=SkillStatus.DRAFT if passed else SkillStatus.REJECTED, reason=reason,
-            author=draft.author,
+            review_reasons=review_reasons, author=draft.author,
         )
         cluster.last_crystallization_at = timezone.now()
-        cluster.last_crystallization_result = "published" if passed else "rejected"
+        cluster.last_crystallization_result = result
         cluster.last_crystallization_reason = reason
         cluster.members_at_last_crystallization = cluster.member_count
         cluster.save()
-        if passed:
+        if result == "published":
             version = skill_version_publish(version_id=version.pk)
-    logger.info("cluster %s crystallized: %s v%s %s (%s)", cluster_id, skill.slug, version.version,
-                "published" if passed else "rejected", reason)
+    logger.info("cluster %s crystallized: %s v%s %s (%s)", cluster_id, skill.slug, version.version, result, reason)
     return version
 
 

@@ -33,7 +33,7 @@ from clusters.models import (
     SkillVersion,
 )
 from clusters.services.membership import _centroid_shift
-from memories.models import Memory
+from memories.models import Memory, Status
 
 
 class SkillImportError(ValueError):
@@ -98,10 +98,12 @@ def _vector_sum(vectors: list[Any]) -> np.ndarray:
 
 
 def _member_vectors(members: list[MemberImport], space_id: int) -> dict[str, list[float]]:
-    """Each member's vector, for the members whose memory the space holds (only they join): the
-    one given, else the memory's stored embedding."""
+    """Each member's vector, for the members whose memory the space holds and serves (only they
+    join: a held, rejected or archived memory is in no cluster): the one given, else the
+    memory's stored embedding."""
     given = {str(m.memory_id): m.vector for m in members}
-    stored = Memory.objects.filter(pk__in=list(given), space_id=space_id).values_list("pk", "embedding")
+    stored = (Memory.objects.filter(pk__in=list(given), space_id=space_id, status=Status.ACTIVE)
+              .values_list("pk", "embedding"))
     out = {}
     for memory_id, embedding in stored:
         vector = given[str(memory_id)]
