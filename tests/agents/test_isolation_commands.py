@@ -43,6 +43,7 @@ HUB_WIDE = {
     "crystallize", "run_initial_clustering",  # the pipeline's cluster steps, by hand (each cluster's space is its own)
     "export_sft",  # training data for the hub's operator (the API's export is per space: /api/trajectories/export)
     "delete_space",  # names one space and deletes it whole (tests/agents/test_space_deletion.py)
+    "hold_writer",  # takes back everything one agent wrote, in every space (tests/memories/test_hold_writer.py)
     "shell", "migrate", "flush",  # the operator's console and the schema
 }
 
