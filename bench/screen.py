@@ -30,7 +30,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ultron_site.settings")
 os.environ.setdefault("DATABASE_URL", "postgresql://bench@localhost/bench")  # nothing here touches it
 os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
 
-SETS = {"dev": ROOT / "tests/data/screen_dev.jsonl", "fresh": ROOT / "tests/data/screen_fresh.jsonl"}
+SETS = {"dev": ROOT / "tests/data/screen_dev.jsonl", "fresh": ROOT / "tests/data/screen_fresh.jsonl",
+        # The learned model's own examples: its figures there are not a measure (--sets train_a to read the rules on them).
+        "train_a": ROOT / "memories/data/screen_train_a.jsonl", "train_b": ROOT / "memories/data/screen_train_b.jsonl"}
 # What the checks call an obvious injection: the reader's instructions overridden or a fake prompt structure.
 OBVIOUS = ("override", "role", "marker", "instruction", "system", "identity", "ignore")
 
@@ -42,8 +44,10 @@ def load(path: Path) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--classifier", choices=["defender", "off"], default=None)
+    parser.add_argument("--rules-only", action="store_true", help="--misses: what the rules alone got wrong")
     parser.add_argument("--scores", action="store_true", help="print the classifier's operating points")
     parser.add_argument("--misses", choices=list(SETS), default=None)
+    parser.add_argument("--sets", default="dev,fresh", help="comma-separated: " + ", ".join(SETS))
     parser.add_argument("--train", choices=list(SETS), default=None,
                         help="fit the learned model on this set instead of the shipped training examples "
                              "(its own figures are then not a measure)")
@@ -65,6 +69,8 @@ def main() -> None:
         learned.training_rows = lambda paths=None: shipped([SETS[args.train]])  # type: ignore[assignment]
 
     for name, path in SETS.items():
+        if name not in args.sets.split(","):
+            continue
         if not path.exists():
             print(f"{name}: {path} is missing, skipped")
             continue
@@ -135,6 +141,9 @@ def main() -> None:
         if args.misses == name:
             for row, verdict in zip(rows, verdicts, strict=True):
                 wrong = (row["label"] == "attack") == (verdict.action not in (HOLD, MARK))
+                if args.rules_only:
+                    ruled = [f for f in verdict.findings if f.rule not in ("classifier", "model")]
+                    wrong = (row["label"] == "attack") == (not ruled)
                 if wrong:
                     text = " | ".join(row.get(f) or "" for f in fields if row.get(f))
                     print(f"  {row['id']} {row['label']} {row.get('kind')} -> {verdict.action} "

@@ -104,12 +104,13 @@ def _fields(item: Mapping[str, object]) -> dict[str, str]:
 
 
 def _read(item: _Item, allowed, listed: tuple[str, ...]) -> None:
+    body: list[str] = []
     for name, raw in item.fields.items():
         item.findings.extend(hidden_findings(name, raw))
         folded = fold(raw)
         item.findings.extend(rule_findings(name, folded, allowed))
         item.findings.extend(link_findings(name, folded, allowed, listed))
-        item.texts.append((name, 0, len(raw), folded.text))
+        body.append(folded.text)
         # What the field hides, screened as text of its own: tag characters, base64 and hex left
         # by redaction (the upload passes what it decoded before redaction as ``hidden``).
         hidden = [(name, decoded) for _, _, decoded in decoded_payloads(folded.text)]
@@ -117,6 +118,9 @@ def _read(item: _Item, allowed, listed: tuple[str, ...]) -> None:
         if spelled.strip():
             hidden.append((name, spelled))
         item.hidden.extend(hidden)
+    # The classifier reads the memory once, its fields together (one model call), and each hidden text.
+    if body:
+        item.texts.append(("content", 0, 0, "\n".join(body)))
     for name, decoded in dict.fromkeys(item.hidden):
         inner = fold(decoded)
         for finding in [*rule_findings(name, inner, allowed), *link_findings(name, inner, allowed, listed)]:
@@ -144,8 +148,7 @@ def _classify(items: list[_Item], limits: Thresholds) -> list[float | None]:
         else:
             continue
         label = f"reads as a prompt injection to the classifier (score {score.main:.2f})"
-        item.findings.append(Finding("classifier", label, name, start, end, item.fields.get(name, "")[start:end][:200],
-                                     severity))
+        item.findings.append(Finding("classifier", label, name, start, end, "", severity))
     return best
 
 

@@ -23,6 +23,7 @@ from memories.screening.rules import HOLD, Finding
 
 _TAGS = re.compile("[\U000e0000-\U000e007f]+")
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u061c\u200e\u200f]")
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefe]")
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad\u034f\u115f\u1160\u3164\uffa0"
 _ZERO_RUN = re.compile(f"[{_ZERO_WIDTH}]{{2,}}")
 _ZERO_ONE = re.compile(f"[{_ZERO_WIDTH}]")
@@ -48,7 +49,12 @@ def hidden_findings(field: str, text: str) -> Iterator[Finding]:
         spelled = tag_text(match.group(0))
         label = "hides text in invisible Unicode tag characters" + (f": “{spelled[:80]}”" if spelled.strip() else "")
         yield Finding("hidden_unicode", label, field, match.start(), match.end(), match.group(0), HOLD)
+    # Right-to-left text (Arabic, Hebrew) uses marks and isolates to lay out mixed runs; elsewhere a
+    # bidirectional control only reorders what a person sees. Overrides are held either way.
+    rtl = bool(_RTL.search(text))
     for match in _BIDI.finditer(text):
+        if rtl and match.group(0) not in "\u202d\u202e":
+            continue
         yield Finding("hidden_unicode", "reorders what is displayed with a bidirectional control character",
                       field, match.start(), match.end(), match.group(0), HOLD)
     runs = list(_ZERO_RUN.finditer(text))

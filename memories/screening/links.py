@@ -84,7 +84,7 @@ ALLOWED_DEFAULT = (
     "tencent.com", "bitnami.com", "artifacthub.io", "k8s.io", "nodesource.com", "yarnpkg.com", "jsdelivr.net",
     "unpkg.com", "cdnjs.cloudflare.com", "maven.google.com", "dl.google.com", "gradle.org", "jitpack.io",
     "packages.microsoft.com", "download.visualstudio.microsoft.com", "apt.llvm.org", "ppa.launchpadcontent.net",
-    "download.pytorch.org", "developer.download.nvidia.com", "nvidia.com", "repo.anaconda.com",
+    "golang.google.cn", "download.pytorch.org", "developer.download.nvidia.com", "nvidia.com", "repo.anaconda.com",
     # local addresses are the reader's own machine
     "localhost",
 )
@@ -140,8 +140,9 @@ def _lookalike(host: str, allowed: Iterable[str]) -> str | None:
             continue
         if _skeleton(name) == _skeleton(other) or (len(name) >= 5 and _distance(name, other) <= (1 if len(other) < 8 else 2)):
             return candidate
-        # The allowed name inside a longer registered name: "github-com.io", "pypi-mirror.net", "docs-python.org"
-        if len(other) >= 5 and other in name.replace("-", "") and not _registered(host, candidate):
+        # The allowed name joined to another word: "github-com.io", "pypi-mirror.net", "docs-python.org"
+        # (not "githubstatus.com": a name that merely contains a brand is somebody's own)
+        if len(other) >= 5 and re.search(rf"(?:^|-){re.escape(other)}(?:-|$)", name) and not _registered(host, candidate):
             return candidate
     return None
 
@@ -164,7 +165,8 @@ def allowed_checker(hosts: Iterable[str]) -> Callable[[str], bool]:
         address = _ip(host)
         if address is not None:  # the reader's own machine or network; documentation ranges are not
             return address.is_loopback or address.is_link_local or any(address in net for net in _LOCAL_NETS)
-        if host.endswith((".local", ".localhost", ".internal", ".lan", ".home.arpa")) or "." not in host:
+        if host.endswith((".local", ".localhost", ".internal", ".lan", ".home.arpa", ".corp", ".intranet",
+                          ".localdomain", ".home")) or "." not in host:
             return True  # the reader's own network: nothing an attacker on the internet serves
         return any(_registered(host, entry) for entry in listed)
 

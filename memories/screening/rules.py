@@ -40,7 +40,7 @@ _PROHIBITION = re.compile(
     r"(?:\b(?:never|don'?t|do not|does not|doesn'?t|should ?n[o']t|must ?n[o']t|must not|shouldn't|cannot|can'?t|"
     r"avoid(?:ing)?|stop(?:ped)?|instead of|rather than|no longer|refuse[sd]?|not to|without)\b"
     r"|不要|别|禁止|避免|切勿|不能|不应|不得|严禁|千万不要|不可以|不该|而不是)"
-    r"(?:(?!\b(?:forget|hesitate|bother)\b)[^.;!?\n。！？；]){0,60}$",
+    r"(?:(?!\b(?:forget|hesitate|bother)\b)(?:[^.;!?\n。！？；]|\.(?=\S))){0,60}$",
     re.IGNORECASE,
 )
 # The memory talks about an attack or a danger instead of asking for the thing.
@@ -54,18 +54,20 @@ _DISCUSSION = re.compile(
 
 # …or a verdict right after it, in the same sentence: "X is wrong", "don't make X a habit".
 _CONDEMNED = re.compile(
-    r"^[^.;!?\n。！？；]{0,80}?(?:\b(?:(?:is|are|was|were)\s+(?:wrong|dangerous|insecure|unsafe|forbidden|banned|"
+    r"^(?:[^.;!?\n。！？；]|\.(?=\S)){0,80}?(?:\b(?:(?:is|are|was|were)\s+(?:wrong|dangerous|insecure|unsafe|forbidden|banned|"
     r"not\s+(?:allowed|ok|okay|acceptable|safe))|a\s+(?:bad\s+)?habit|(?:is|are)\s+a\s+(?:bad\s+idea|security\s+risk)|"
-    r"only\s+(?:in|for)\s+(?:local|tests?|the\s+local|a\s+local|development|dev))\b"
-    r"|(?:是错的|不对|很危险|危险|不安全|不允许|禁止|只允许))",
+    r"only\s+(?:in|for)\s+(?:local|tests?|the\s+local|a\s+local|development|dev|disposable)|block\s+it|reject\s+it|"
+    r"(?:was|were)\s+(?:removed|reverted|replaced|left\s+in|found\s+in)|is\s+(?:for|only\s+for)\s+disposable)\b"
+    r"|(?:是错的|不对|很危险|危险|不安全|不允许|禁止|只允许|只能在|打回|不要这么做|别这么做|绝对不行))",
     re.IGNORECASE,
 )
 # The match reports what someone else wrote: inside quotes, with words saying it was an attack or refused.
 _REPORTED = re.compile(
     r"\b(?:prompt[- ]injection|injected|malicious|attack\w*|phishing|poison\w*|suspicious|refused|untrusted|"
     r"reported|told\s+the\s+(?:agent|model|bot)|tried\s+to|contained|hidden|planted|test\s+set|tests?\s+for|"
+    r"jailbreak|eval(?:uation)?\s+set|regression|red[- ]?team\w*|role-?play|user\s+wrote|user\s+typed|"
     r"must\s+not\s+obey|without\s+obeying|not\s+(?:obey|follow)|don'?t\s+(?:obey|follow))\b"
-    r"|注入|恶意|攻击|钓鱼|可疑|举报|拒绝|没有执行|不能照做|藏了|测试集",
+    r"|注入|恶意|攻击|钓鱼|可疑|举报|拒绝|没有执行|不能照做|藏了|测试集|评测|回归|越狱|角色扮演|用户输入",
     re.IGNORECASE,
 )
 _QUOTES = (("'", "'"), ('"', '"'), ("“", "”"), ("‘", "’"), ("「", "」"), ("『", "』"), ("`", "`"))
@@ -77,7 +79,16 @@ def prohibited(folded: str, start: int, end: int | None = None) -> bool:
     left, _ = sentence_around(folded, start, start)
     if _PROHIBITION.search(folded[left:start]):
         return True
-    return end is not None and bool(_CONDEMNED.search(folded[end:end + 120]))
+    if end is None:
+        return False
+    if _CONDEMNED.search(folded[end:end + 120]):
+        return True
+    # "Someone suggested X. Don't: …": the next sentence says no.
+    _, right = sentence_around(folded, start, end)
+    return bool(_REFUSAL.match(folded[right:right + 40]))
+
+
+_REFUSAL = re.compile(r"[.!?;。！？；\s]*(?:don'?t\b|do\s+not\b|never\b|no\b[.!,:]|bad\s+idea|不要|别这样|不行)", re.IGNORECASE)
 
 
 def _quoted(folded: str, start: int, end: int) -> bool:
@@ -123,14 +134,14 @@ _ORDERS = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|gui
 # Where a secret would go: an address, a service, a reply.
 _DESTINATION = (r"(?:https?://|\S+@\S+\.\w+|webhook|endpoint|server|url|address|gist|pastebin|paste|channel|slack|discord|"
                 r"telegram|email|e-mail|issue|comment|pr\b|pull request|commit message|description|reply|response|answer|"
-                r"output|log|chat|dns|nslookup|dig\b|ip\b|remote|external|public|\d{1,3}(?:\.\d{1,3}){3})")
+                r"output|chat|dns|nslookup|dig\b|remote|external|public|\d{1,3}(?:\.\d{1,3}){3})")
 _SECRETS = (r"(?:credentials?|secrets?|api[_ -]?keys?|access[_ -]?keys?|private[_ -]?keys?|tokens?|passwords?|passwd|"
             r"ssh[_ -]?keys?|id_rsa|id_ed25519|\.ssh\b|~/\.aws|\.aws/|aws_secret|\.env\b|env(?:ironment)?\s*var(?:iable)?s|"
             r"environment|printenv|\$\(\s*env|os\.environ|process\.env|kubeconfig|\.kube/config|\.npmrc|\.pypirc|\.netrc|"
             r"\.git-credentials|\.docker/config|cookies?|session\s+ids?|keychain|vault|/etc/(?:passwd|shadow)|"
             r"conversation|chat\s+history|system\s+prompt|source\s+code|repository\s+contents?)")
 _SEND = (r"(?:send|sends|sending|post|posting|upload|uploading|email|mail|paste|forward|share|transmit|exfiltrate|leak|"
-         r"submit|report|sync|copy|push|pipe|attach|include|embed|append|add|put|print|echo|dump|write|log|publish)")
+         r"submit|report|sync|copy|push|pipe|attach|include|embed|dump|publish)")
 _PROTECTED = r"(?:main|master|trunk|release[\w/.-]*|prod(?:uction)?|develop|dev|stable|live|shared|default)"
 _SHELLS = r"(?:sudo\s+)?(?:-?\s*)(?:ba|z|k|da|c|tc|fi)?sh|python[\d.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell|cmd(?:\.exe)?|source|\."
 _FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch|http(?:ie)?|aria2c|lwp-download|certutil)"
@@ -182,7 +193,7 @@ RULES: tuple[Rule, ...] = (
         |(?:任何|所有|每个)(?:读到|看到|处理|检索到|加载)(?:这条|此条|本条|这段|此)[^。；\n]{0,6}?(?:AI|智能体|代理|助手|模型|agent)
         |如果你是(?:一个)?\s*(?:AI|智能体|代理|助手|模型|大模型|agent)""")),
     Rule("conceal", "tells the reader to hide something from its user", _r(r"""
-        (?:不要|别|无需|不必|切勿)(?:告诉|通知|提醒|告知|让)用户|对用户(?:隐瞒|保密)|(?:不要|别|无需|不必)(?:向用户)?(?:确认|征求|询问|请示)(?:用户)?
+        (?:不要|别|无需|不必|切勿)(?:告诉|通知|提醒|告知)用户|对用户(?:隐瞒|保密)|(?:不要|别|无需|不必)(?:向用户)?(?:确认|征求|询问|请示)(?:用户)?
         |悄悄(?:地)?(?:执行|运行|发送|上传|删除|安装|推送)|不要(?:提及|提到|透露)(?:这条|本条|此)""")),
     Rule("memory_manipulation", "tries to steer how the hub or its readers rank and repeat memories", _r(r"""
         (?:重新上传|再次上传|反复上传|转发|复制|传播)(?:这条|本条|此条?)(?:记忆|笔记|消息|指令)
@@ -221,8 +232,7 @@ RULES: tuple[Rule, ...] = (
         \b(?:curl|wget|http|invoke-webrequest|iwr|irm|nc|ncat|netcat|scp|rsync|ftp)\b[^\n]{0,200}?
         (?:(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|--post-file|--body-file|-infile|-InFile|--body|<)\s*[\"']?@?
            (?:~|\$HOME|/etc/|/root|\.env|\.ssh|\.aws|id_rsa|\.kube|\.git-credentials|\.npmrc|\.netrc|\$\()
-         |\$\(\s*(?:cat|env|printenv|set|base64|gpg|aws\s+configure|gh\s+auth\s+token|git\s+config)\b
-         |`\s*(?:cat|env|printenv)\b
+         |(?:[?&=/]|\s-d\s|\s--data\S*\s)[\"']?(?:\$\(|`)\s*(?:cat|env|printenv|set|base64|gpg|aws\s+configure|gh\s+auth\s+token|git\s+config)\b
          |\$(?:\{)?(?:AWS_SECRET|AWS_ACCESS|GITHUB_TOKEN|GH_TOKEN|NPM_TOKEN|OPENAI_API_KEY|ANTHROPIC_API_KEY|API_KEY|SECRET|TOKEN|PASSWORD|DATABASE_URL)\w*)""")),
     Rule("exfiltration", "leaks data through a DNS lookup", _r(r"""
         \b(?:nslookup|dig|host|ping)\s+[^\n]{0,40}\$\(\s*(?:cat|env|whoami|hostname|printenv|base64|echo)""")),
@@ -257,7 +267,7 @@ RULES: tuple[Rule, ...] = (
         \brm\s+(?:-\w*[rR]\w*\s+|-\w*f\w*\s+|--recursive\s+|--force\s+|--no-preserve-root\s+)+
         [\"']?(?:/|~/?|\$HOME/?|\$\{HOME\}/?|%USERPROFILE%|\*|/\*|\.\*|\.\./?|\.git|\$\{?\w*(?:DIR|PATH|ROOT)\}?/?\*?
            |/(?!tmp\b|var/tmp\b|var/cache\b|var/lib/apt/lists\b|var/log/\S*\.(?:gz|\d)\b)(?:home|etc|usr|var|opt|root|srv|boot|lib|lib64|bin|sbin|mnt|data|Users|System|Library)\b(?:/\S*)?
-           |(?:~|\$HOME)/(?!\S*(?:[Cc]ache|DerivedData|\.gradle|\.m2|\.npm|\.cargo/registry|node_modules|\.tmp|tmp|[Bb]uild|\.local/share/Trash|\.pyenv/versions|\.rustup/toolchains))\S+
+           |(?:~|\$HOME)/(?!\S*(?:[Cc]ache|DerivedData|pkg/mod|\.gradle|\.m2|\.npm|\.cargo/registry|node_modules|\.tmp|tmp|[Bb]uild|\.local/share/Trash|\.pyenv/versions|\.rustup/toolchains))\S+
         )[\"']?(?=\s|$|[;&|)\"'`])
         |\bRemove-Item\s+[^\n]{0,60}-Recurse[^\n]{0,40}(?:C:\\|\$env:USERPROFILE|~|\$HOME)(?![^\n]{0,40}\\(?:bin|obj|build|dist|node_modules|target|temp|tmp)\b)
         |\b(?:rd|rmdir)\s+/s\s+/q\s+[A-Za-z]:\\(?:\s|$|Windows|Users)
@@ -305,7 +315,7 @@ RULES += (
     Rule("role_marker", "carries a role line (Assistant:, Human:)", _r(r"""
         (?:^|\n)\s*(?:assistant|human|ai|claude|gpt|model|bot)\s*[:：]\s*\S
         |(?:^|\n)\s*(?:system|user|developer)\s*[:：]\s*(?=[^\n]{0,80}\b(?:you|your|always|never|must|ignore|from\s+now\s+on|approve|run|execute|send|do\s+not|don'?t)\b)
-        |\b(?:SYSTEM|ADMIN|DEVELOPER|ROOT)\s+(?:NOTICE|MESSAGE|PROMPT|NOTE|OVERRIDE|INSTRUCTIONS?|UPDATE|DIRECTIVE|ALERT|COMMAND)\b
+        |(?-i:\b(?:SYSTEM|ADMIN|DEVELOPER|ROOT)\s+(?:NOTICE|MESSAGE|PROMPT|NOTE|OVERRIDE|INSTRUCTIONS?|UPDATE|DIRECTIVE|ALERT|COMMAND)\b)
         |<!--[^>]{0,60}?\b(?:agent|ai|assistant|llm|instructions?|system|prompt|model)\b
         |(?:^|\n)\s*\#{2,}\s*(?:指令|系统|系统提示|新指令)\s*[:：]?""", re.IGNORECASE), excusable=False),
     Rule("decode_exec", "decodes something and runs or follows it", _r(r"""
@@ -404,14 +414,15 @@ _DISPOSABLE = re.compile(
 
 
 def _disposable(text: str, match: re.Match) -> bool:
-    """The destroyed thing is a test, local or throwaway one (its sentence says so)."""
-    left, right = sentence_around(text, match.start(), match.end())
-    return bool(_DISPOSABLE.search(text[left:right]))
+    """The destroyed thing is a test, local or throwaway one (the words around it say so)."""
+    return bool(_DISPOSABLE.search(text[max(0, match.start() - 200):match.end() + 200]))
 
 
 _MARKER_TALK = re.compile(
     r"\b(?:template|tokens?|format(?:ting)?|tokenizer|strip|escape|render(?:s|ed|ing)?|pars(?:e|es|er|ing)|chat\s+ui|"
-    r"llama|mistral|chatml|fine-?tun\w*|dataset|prompt\s+file|jinja|regex|log(?:s|ging)?|sanitiz\w*|display)\b",
+    r"llama|mistral|qwen|chatml|fine-?tun\w*|dataset|prompt\s+file|jinja|regex|log(?:s|ging)?|sanitiz\w*|display|"
+    r"inference|stop\s+(?:words?|tokens?|sequences?)|special\s+tokens?|encode[sd]?|apply_chat_template)\b"
+    r"|模板|分词|微调|推理|停止词|特殊\s*token",
     re.IGNORECASE,
 )
 

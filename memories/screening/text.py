@@ -63,13 +63,16 @@ def fold(text: str) -> Folded:
     return Folded(text, "".join(out), tuple(origin))
 
 
-_SENTENCE_END = re.compile(r"[.!?;\n。！？；]\s*")
+# A full stop ends a sentence before a space or the end, not inside "http.sslVerify" or "v1.2".
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)\s*|[;\n。！？；]\s*")
 
 
 def sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
     """The sentence (or line) holding ``[start, end)``."""
     left = 0
-    for found in _SENTENCE_END.finditer(text, 0, start):
+    for found in _SENTENCE_END.finditer(text):  # not bounded at ``start``: "$" would match there
+        if found.end() > start:
+            break
         left = found.end()
     found = _SENTENCE_END.search(text, end)
     return left, (found.start() if found else len(text))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -55,6 +56,13 @@ class SearchHit:
 
 
 SEARCH_MODES = ("semantic", "keyword", "hybrid")
+
+
+def _flags(value: Any) -> list[dict]:
+    """A jsonb column read by a raw query (psycopg hands it back as text here)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return list(value or [])
 RRF_K = 60
 
 # Redaction's placeholders for who someone is (a person's name, a user name).
@@ -346,7 +354,7 @@ def memory_search(
             hit_count=row["hit_count"], summary_l0=row["summary_l0"], overview_l1=row["overview_l1"],
             context=row["context"], similarity=float(row["similarity"]), score=float(row["score"]),
             last_hit_at=row["last_hit_at"], created_at=row["created_at"], space_id=row["space_id"],
-            writer=row["writer"], agent_id=row["agent_id"], verified=row["verified"], flags=list(row["screen_flags"] or []),
+            writer=row["writer"], agent_id=row["agent_id"], verified=row["verified"], flags=_flags(row["screen_flags"]),
         )
         for row in rows
     ]

@@ -81,8 +81,8 @@ def _open_hold(hold_id: int) -> tuple[MemoryHold, Memory]:
 
 @transaction.atomic
 def hold_approve(*, hold_id: int, user: str) -> MemoryHold:
-    """Serve the held memory, marked verified by ``user``; it then takes the steps a new memory
-    takes (merge candidates, supersession, its cluster), as if uploaded now."""
+    """Serve the held memory, marked verified by ``user``; it joins a cluster as a restored
+    memory does (it is not checked for duplicates or supersession again: the curator has read it)."""
     hold, memory = _open_hold(hold_id)
     if hold.state != ChangeState.OPEN:
         raise HoldError("this memory was already decided")

@@ -303,6 +303,9 @@ def _store_new(
         tier=Tier.WARM,
         status=status,
         screen_flags=screen_flags or [],
+        # A curator's own memory (a promotion) is vouched for by that curator.
+        verified_by=_curator_of(source, provenance) if status == Status.ACTIVE else "",
+        verified_at=timezone.now() if status == Status.ACTIVE and source == Source.CURATOR else None,
         hit_count=1,
         last_hit_at=timezone.now(),
         summary_l0=l0,
@@ -317,6 +320,12 @@ def _store_new(
     # The caller sends memory_added inside this transaction: if a receiver (cluster assignment)
     # fails, the new memory is not stored either.
     return UploadResult(memory, False, None, None, clean.redactions)
+
+
+def _curator_of(source: str, provenance: dict) -> str:
+    if source != Source.CURATOR:
+        return ""
+    return str((provenance.get("promoted_from") or {}).get("by") or "curator")[:150]
 
 
 def _record_duplicate(
