@@ -68,6 +68,11 @@ class SpaceForm(forms.ModelForm):
                       "default_trust": "The trust a new member gets: reviewed holds everything it writes until "
                                        "a curator approves it. Existing members keep theirs."}
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "default_trust" in self.fields:  # left out (a form of before trust existed): trusted
+            self.fields["default_trust"].required = False
+
     def clean_slug(self) -> str:
         try:
             return space_slug_clean(self.cleaned_data["slug"])
@@ -132,10 +137,13 @@ class MembershipForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if "trust" in self.fields and not self.instance.pk:
-            # A new member takes its space's default trust unless one is chosen here.
+        if "trust" in self.fields:
+            # A new member takes its space's default trust unless one is chosen here; left out of a
+            # change, a member keeps its own.
+            new = not self.instance.pk
             self.fields["trust"] = forms.TypedChoiceField(
-                choices=[("", "the space's default"), *Trust.choices], required=False, empty_value=None,
+                choices=[("", "the space's default"), *Trust.choices] if new else Trust.choices, required=False,
+                empty_value=None, initial=None if new else self.instance.trust,
                 help_text="reviewed: everything this member writes is held until a curator approves it.")
 
     def clean(self) -> dict[str, Any]:
