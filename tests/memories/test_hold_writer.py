@@ -18,7 +18,7 @@ from agents.models import ApiToken
 from agents.services import agent_create, token_issue
 from clusters.models import ClusterMember
 from memories.models import Memory, MemoryHold, Status
-from memories.services import memories_search, memory_upload
+from memories.services import memory_upload
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,6 @@ def written(mallory, agent):
     merged = memory_upload(content="pip cannot download packages in docker build behind the office proxy",
                            context="corporate network", resolution="Pass HTTP_PROXY as a build arg.", agent=mallory)
     assert merged.merged and merged.memory.pk == theirs.pk
-    Memory.objects.update(screen_flags=[])  # what the screen noted on them is not what these tests are about
     return {"mine": mine, "theirs": theirs}
 
 
@@ -115,15 +114,13 @@ def test_undo_restores_each_memory_to_what_it_was(written, django_capture_on_com
     assert not MemoryHold.objects.filter(batch=batch, state="open").exists()
 
 
-def test_held_memories_leave_search_and_context_for_other_agents(written, api, agent):
+def test_held_memories_leave_search_and_context_for_other_agents(written, api):
     target = written["mine"][0]
-    Memory.objects.filter(pk=target.pk).update(tier="hot")  # in every agent's context, asked or not
 
     def seen() -> tuple[bool, bool]:
-        # Search through its service (what /api/memories/search calls), context through the API.
-        found = memories_search(query=TEXTS[0][0], reader_id=agent.pk).hits
-        context = api.post(reverse("context"), {"token_budget": 4000}, format="json").json()
-        return (target.pk in {hit.id for hit in found},
+        found = api.post(reverse("memory-search"), {"query": TEXTS[0][0]}, format="json").json()["results"]
+        context = api.post(reverse("context"), {"query": TEXTS[0][0], "token_budget": 4000}, format="json").json()
+        return (str(target.pk) in {hit["id"] for hit in found},
                 str(target.pk) in {block["id"] for block in context["memories"]})
 
     assert seen() == (True, True)
