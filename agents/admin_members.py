@@ -120,13 +120,15 @@ class SpaceAdmin(HubAdmin):
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
-        settings = {"default_trust": data.get("default_trust") or Trust.TRUSTED,
-                    "allowed_hosts": data.get("allowed_hosts") or []}
+        trust: str = data.get("default_trust") or Trust.TRUSTED
+        hosts: list[str] = data.get("allowed_hosts") or []
         if change:
-            space_edit(space=obj, name=data["name"], description=data["description"], **settings)
+            space_edit(space=obj, name=data["name"], description=data["description"], default_trust=trust,
+                       allowed_hosts=hosts)
             return
         created = space_create(slug=data["slug"], name=data["name"], description=data["description"])
-        space_edit(space=created, name=created.name, description=created.description, **settings)
+        space_edit(space=created, name=created.name, description=created.description, default_trust=trust,
+                   allowed_hosts=hosts)
         obj.pk, obj.created_at = created.pk, created.created_at  # the page links and logs the stored row
 
 

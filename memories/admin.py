@@ -156,7 +156,7 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
             memory._hold_rows = holds_of(memory_id=memory.pk)  # type: ignore[attr-defined]
         return memory._hold_rows  # type: ignore[attr-defined]
 
-    @admin.display(description="holds")
+    @admin.display(description="why, and what was decided")
     def hold_panel(self, memory: Memory) -> str:
         return admin_holds.hold_panel(memory, self._holds(memory))
 

@@ -217,7 +217,7 @@ def _when(moment: Any) -> str:
     return f"{moment:%Y-%m-%d %H:%M}" if moment else "?"
 
 
-def _button(label: str, hold: MemoryHold, action: str, here: str, primary: bool = False) -> str:
+def _button(label: str, hold: MemoryHold, action: str, here: str, primary: bool = False) -> SafeString:
     """A button of the memory page's form that posts it to the hold's action (the panel sits
     inside the page's form, which it must not nest a form in)."""
     return format_html(
@@ -236,6 +236,7 @@ def hold_panel(memory: Memory, holds: list[MemoryHold]) -> str:
     writer = _writer(memory)
     entries = []
     for index, hold in enumerate(holds):
+        buttons: str
         if hold.state == ChangeState.OPEN:
             verdict = format_html("<strong>{}</strong>", "waiting for a curator")
             buttons = format_html("{} {}", _button("Approve", hold, "approve", here, primary=True),
@@ -345,7 +346,7 @@ def writer_hold_view(admin: Any, request: HttpRequest, agent_id: int) -> HttpRes
     spaces = _writer_spaces(request)
     form = WriterHoldForm(request.POST if request.method == "POST" else request.GET or None)
     context: dict[str, Any] = {
-        **admin.admin_site.each_context(request), "opts": admin.opts, "agent": agent, "form": form,
+        **admin.admin_site.each_context(request), "opts": Agent._meta, "agent": agent, "form": form,
         "title": f"Hold everything {agent.name} wrote", "spaces": [space_slug_of(request, i) for i in spaces],
         "agent_url": reverse("admin:agents_agent_change", args=[agent.pk]),
     }

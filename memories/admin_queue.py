@@ -342,12 +342,12 @@ def _hold_settled(request: HtmxHttpRequest, hold_id: int, action: str, message: 
     """A held row decided in place: approved or rejected, the outcome with Undo; undone, the row
     back as it was (held, with Approve and Reject)."""
     context = {"message": message, "next": request.POST.get("next", ""), "row_id": f"hold-{hold_id}"}
+    hold = reads.hold_with_memory(hold_id=hold_id)
     if action == "undo":
-        item = _badged(held_item(reads.hold_with_memory(hold_id=hold_id)))
         response: HttpResponse = TemplateResponse(request, "admin/memories/_queue_row.html",
-                                                  {**context, "item": item, "types": MemoryType.values})
+                                                  {**context, "item": _badged(held_item(hold)), "types": MemoryType.values})
     else:
         response = TemplateResponse(request, "admin/memories/_queue_settled.html",
-                                    {**context, "undo_token": f"hold:{hold_id}"})
+                                    {**context, "memory": hold.memory, "undo_token": f"hold:{hold_id}"})
     response["HX-Trigger"] = "merge-reviewed"
     return response
