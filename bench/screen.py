@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--rules-only", action="store_true", help="--misses: what the rules alone got wrong")
     parser.add_argument("--scores", action="store_true", help="print the classifier's operating points")
     parser.add_argument("--misses", choices=list(SETS), default=None)
+    parser.add_argument("--c", type=float, default=None, help="the learned model's regularisation (a grid by hand)")
     parser.add_argument("--sets", default="dev,fresh", help="comma-separated: " + ", ".join(SETS))
     parser.add_argument("--train", choices=list(SETS), default=None,
                         help="fit the learned model on this set instead of the shipped training examples "
@@ -64,6 +65,8 @@ def main() -> None:
     from memories.services.inputs import memory_inputs_clean
     from memories.text import embedding_text
 
+    if args.c:
+        learned.REGULARISATION_C = args.c
     if args.train:
         shipped = learned.training_rows
         learned.training_rows = lambda paths=None: shipped([SETS[args.train]])  # type: ignore[assignment]

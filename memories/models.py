@@ -65,7 +65,7 @@ class Memory(models.Model):
     last_hit_at = models.DateTimeField(null=True, blank=True)
     # Distinct agents other than its writer that used it (docs/flow.md#hits): HOT needs
     # ULTRON_HOT_MIN_READERS of them, so one agent's reads cannot make a memory HOT.
-    readers = models.PositiveIntegerField(default=0)
+    readers = models.PositiveIntegerField(default=0, db_default=0)
     # A curator vouched for it (approved it when held, or wrote it): served with a verified mark.
     verified_by = models.CharField(max_length=150, blank=True, default="")
     verified_at = models.DateTimeField(null=True, blank=True)
@@ -403,7 +403,7 @@ class MemoryRank(models.Model):
         Memory, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     hit_count = models.IntegerField()
-    readers = models.IntegerField(default=0)
+    readers = models.IntegerField(default=0, db_default=0)
     seen = models.DateTimeField(help_text="The last hit, or the creation if never hit.")
     created_at = models.DateTimeField()
     tier = models.CharField(max_length=8, choices=Tier.choices)

@@ -36,6 +36,13 @@ def api(agent_token) -> APIClient:
 
 
 @pytest.fixture
+def reader_api(db) -> APIClient:
+    """Another agent of the shared space: its reads count as uses of the first agent's memories
+    (a writer's own reads never do)."""
+    return _client(token_issue(agent=agent_create(name="reader-rex")).token)
+
+
+@pytest.fixture
 def curator(db):
     return agent_create(name="curator-carol", staff=True)
 

@@ -451,17 +451,19 @@ ULTRON_REDACT_NER = env_bool(
 
 # --- screening (docs/flow.md#screening) ---------------------------------------------------
 ULTRON_SCREEN_CLASSIFIER = env_choice(
-    "ULTRON_SCREEN_CLASSIFIER", "defender", ["defender", "off"], group="screening",
-    help="The learned side of the poisoning screen: defender (StackOne Defender's bundled MiniLM "
-         "prompt-injection model, offline on ONNX Runtime) or off (the rules alone).",
+    "ULTRON_SCREEN_CLASSIFIER", "off", ["defender", "off"], group="screening",
+    help="A second learned judge for the poisoning screen: defender (StackOne Defender's bundled MiniLM "
+         "prompt-injection model, offline on ONNX Runtime, ~8 ms a memory on 2 cores) or off. Off by "
+         "default: on the hub's labelled memories it added fewer catches than false holds (bench/README.md).",
 )
 # Chosen on the hub's labelled dev set (bench/screen.py), measured on a blind one: see bench/README.md.
+# (defender's own default, 0.52, held one benign memory in five here: "ignore this DeprecationWarning" scores 0.92.)
 ULTRON_SCREEN_HOLD_SCORE = env_float(
-    "ULTRON_SCREEN_HOLD_SCORE", 0.90, minimum=0.0, maximum=1.0, group="screening",
+    "ULTRON_SCREEN_HOLD_SCORE", 0.99, minimum=0.0, maximum=1.0, group="screening",
     help="A memory field the classifier scores at or above this is held for a curator.",
 )
 ULTRON_SCREEN_MARK_SCORE = env_float(
-    "ULTRON_SCREEN_MARK_SCORE", 0.75, minimum=0.0, maximum=1.0, group="screening",
+    "ULTRON_SCREEN_MARK_SCORE", 0.97, minimum=0.0, maximum=1.0, group="screening",
     help="At or above this (below the hold score) the memory is served with the classifier's note.",
 )
 ULTRON_SCREEN_MODEL = env_bool(
@@ -470,11 +472,11 @@ ULTRON_SCREEN_MODEL = env_bool(
          "memories/data/screen_train_*.jsonl, over the memory's own embedding and its words).",
 )
 ULTRON_SCREEN_MODEL_HOLD = env_float(
-    "ULTRON_SCREEN_MODEL_HOLD", 0.85, minimum=0.0, maximum=1.0, group="screening",
+    "ULTRON_SCREEN_MODEL_HOLD", 0.9, minimum=0.0, maximum=1.0, group="screening",
     help="A memory the learned model gives at least this probability of being an attack is held.",
 )
 ULTRON_SCREEN_MODEL_MARK = env_float(
-    "ULTRON_SCREEN_MODEL_MARK", 0.7, minimum=0.0, maximum=1.0, group="screening",
+    "ULTRON_SCREEN_MODEL_MARK", 0.8, minimum=0.0, maximum=1.0, group="screening",
     help="At or above this (below the hold probability) the memory is served with the model's note.",
 )
 ULTRON_SCREEN_AUX_SCORE = env_float(

@@ -55,6 +55,20 @@ CREATE TRIGGER memories_ranks_update AFTER UPDATE ON memories_memory FOR EACH RO
 """
 
 
+def _previous_triggers() -> str:
+    from importlib import import_module
+
+    return import_module("memories.migrations.0013_spaces").TRIGGERS + """
+DROP TRIGGER IF EXISTS memories_ranks_update ON memories_memory;
+CREATE TRIGGER memories_ranks_update AFTER UPDATE ON memories_memory FOR EACH ROW
+    WHEN ((OLD.hit_count IS DISTINCT FROM NEW.hit_count OR OLD.last_hit_at IS DISTINCT FROM NEW.last_hit_at
+           OR OLD.tier IS DISTINCT FROM NEW.tier OR OLD.status IS DISTINCT FROM NEW.status
+           OR OLD.created_at IS DISTINCT FROM NEW.created_at OR OLD.id IS DISTINCT FROM NEW.id)
+          AND current_setting('ultron.ranks_written', true) IS DISTINCT FROM 'on')
+    EXECUTE FUNCTION memories_ranks_updated();
+"""
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -100,7 +114,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='memory',
             name='readers',
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
             model_name='memory',
@@ -120,7 +134,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='memoryrank',
             name='readers',
-            field=models.IntegerField(default=0),
+            field=models.IntegerField(db_default=0, default=0),
         ),
         migrations.AlterField(
             model_name='memory',
@@ -189,6 +203,6 @@ class Migration(migrations.Migration):
         # A read is recorded by a reader, who may write nothing in the space: its rows may be
         # inserted where they may be read (the other policies as everywhere).
         migrations.RunSQL(rls_enable_sql('memories_memoryread') + READS_INSERT, rls_disable_sql('memories_memoryread')),
-        # The previous functions (migration 0013) are left for a reverse migration: the column goes with it.
-        migrations.RunSQL(RANK_TRIGGERS, migrations.RunSQL.noop),
+        # Backwards, migration 0013's functions come back (they write no readers column).
+        migrations.RunSQL(RANK_TRIGGERS, _previous_triggers()),
     ]

@@ -152,7 +152,8 @@ def _classify(items: list[_Item], limits: Thresholds) -> list[float | None]:
     return best
 
 
-def _learned(items: list[_Item], vectors: Sequence[Any] | None, limits: Thresholds) -> list[float | None]:
+def _learned(items: list[_Item], vectors: Sequence[Any] | None, limits: Thresholds,
+             allowed: Any = None) -> list[float | None]:
     """The learned model's probability for each memory (``memories.screening.model``), from the
     memory's own embedding; a finding where it is high."""
     if vectors is None or not settings.ULTRON_SCREEN_MODEL:
@@ -164,7 +165,7 @@ def _learned(items: list[_Item], vectors: Sequence[Any] | None, limits: Threshol
     for item, vector in zip(items, vectors, strict=True):
         text = embedding_text(item.fields.get("content", ""), item.fields.get("context", ""),
                               item.fields.get("resolution", ""))
-        probability = model.probability(text.strip(), vector)
+        probability = model.probability(text.strip(), vector, allowed)
         out.append(probability)
         severity = HOLD if probability >= limits.model_hold else MARK if probability >= limits.model_mark else None
         if severity is not None:
@@ -188,7 +189,7 @@ def memories_screen(items: Sequence[Mapping[str, object]], *, allowed_hosts: Ite
         for item in read:
             _read(item, allowed, listed)
         best = _classify(read, limits)
-        learned = _learned(read, vectors, limits)
+        learned = _learned(read, vectors, limits, allowed)
         name = get_classifier().name
     except ClassifierError as exc:
         logger.error("screen: the classifier failed, holding %d memories: %s", len(items), exc)

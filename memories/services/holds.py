@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from agents.models import Agent, ApiToken, Membership, Space, Trust
@@ -42,14 +43,12 @@ class WriteGate:
 
 
 def write_gate(*, space_id: int, agent: Agent | None) -> WriteGate:
-    """The space's allowed hosts and the writer's trust in it (one query each)."""
-    hosts = Space.objects.filter(pk=space_id).values_list("allowed_hosts", flat=True).first() or []
-    reviewed = False
-    if agent is not None:
-        trust = (Membership.objects.filter(space_id=space_id, user_id=agent.user_id)
-                 .values_list("trust", flat=True).first())
-        reviewed = trust == Trust.REVIEWED
-    return WriteGate(tuple(hosts), reviewed)
+    """The space's allowed hosts and the writer's trust in it (one statement)."""
+    trust = Membership.objects.filter(space_id=OuterRef("pk"), user_id=agent.user_id if agent else None)
+    row = (Space.objects.filter(pk=space_id).annotate(trust=Subquery(trust.values("trust")[:1]))
+           .values_list("allowed_hosts", "trust").first())
+    hosts, trust_value = row if row is not None else ([], None)
+    return WriteGate(tuple(hosts or ()), trust_value == Trust.REVIEWED)
 
 
 def screen_items(items: list[dict[str, Any]], gate: WriteGate, *, vectors: list[Any] | None = None) -> list[Verdict]:

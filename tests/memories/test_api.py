@@ -48,16 +48,17 @@ def test_upload_creates_a_warm_memory_with_normalised_tags(api, agent):
     assert "Resolution:" in memory.overview_l1
 
 
-def test_duplicate_upload_merges_and_counts_a_hit(api):
+def test_duplicate_upload_merges_and_counts_a_hit_from_another_agent_only(api, reader_api):
     first = upload(api, DOCKER_PIP).json()
     again = upload(api, {**DOCKER_PIP, "tags": ["ci"]})
     assert again.status_code == 200
     body = again.json()
     assert body["merged"] is True and body["id"] == first["id"]
-    assert body["hit_count"] == 2
+    assert body["hit_count"] == 1  # its writer's own repeat counts no use
     memory = Memory.objects.get(pk=first["id"])
     assert memory.tags == ["python", "docker", "ci"]
     assert MemoryContribution.objects.filter(memory=memory).count() == 1
+    assert upload(reader_api, DOCKER_PIP).json()["hit_count"] == 2
     assert Memory.objects.count() == 1
 
 
@@ -105,10 +106,11 @@ def test_oversized_body_is_413(api, settings):
     assert response.json()["error"] == "too_large"
 
 
-def test_search_returns_both_scores_at_l1_and_counts_hits(api):
+def test_search_returns_both_scores_at_l1_and_counts_hits(api, reader_api):
     memory_id = upload(api, DOCKER_PIP).json()["id"]
     upload(api, {"content": "Prefer ruff over flake8 for linting Python projects", "tags": ["python"]})
-    response = api.post(reverse("memory-search"), {"query": "pip cannot download packages in docker build"}, format="json")
+    response = reader_api.post(reverse("memory-search"), {"query": "pip cannot download packages in docker build"},
+                               format="json")
     assert response.status_code == 200
     body = response.json()
     assert body["count"] == len(body["results"]) >= 1
@@ -117,7 +119,7 @@ def test_search_returns_both_scores_at_l1_and_counts_hits(api):
     assert set(top) >= {"id", "memory_type", "tier", "tags", "hit_count", "summary_l0", "overview_l1",
                         "context", "similarity_score", "score"}
     assert 0 < top["similarity_score"] <= 1
-    assert top["hit_count"] == 2
+    assert top["hit_count"] == 2 and top["writer"] == "agent-smith" and top["verified"] is False
     assert Memory.objects.get(pk=memory_id).hit_count == 2
 
 
@@ -146,19 +148,19 @@ def test_bad_search_is_a_400_naming_the_field(api, payload, field):
     assert response.json()["field"] == field
 
 
-def test_details_returns_full_records_without_embeddings_and_adds_two_hits(api):
+def test_details_returns_full_records_without_embeddings_and_counts_a_use_like_a_search(api, reader_api):
     memory_id = upload(api, DOCKER_PIP).json()["id"]
     missing = "00000000-0000-0000-0000-000000000000"
-    response = api.post(reverse("memory-details"), {"ids": [memory_id, missing]}, format="json")
+    response = reader_api.post(reverse("memory-details"), {"ids": [memory_id, missing]}, format="json")
     assert response.status_code == 200
     body = response.json()
     record = body["memories"][0]
     assert record["content"] == DOCKER_PIP["content"]
     assert record["resolution"] == DOCKER_PIP["resolution"]
     assert "embedding" not in record
-    assert record["hit_count"] == 3
+    assert record["hit_count"] == 2 and record["agent"] == "agent-smith"
     assert body["missing"] == [missing]
-    assert Memory.objects.get(pk=memory_id).hit_count == 3
+    assert Memory.objects.get(pk=memory_id).hit_count == 2
 
 
 def test_details_rejects_bad_ids(api):
@@ -215,9 +217,11 @@ def test_context_puts_hot_first_and_never_exceeds_the_budget(api):
         body = api.post(reverse("context"), {"query": "pip proxy docker", "token_budget": budget}, format="json").json()
         assert body["tokens"] <= budget
         assert estimate_tokens(body["context"]) <= budget
-        assert body["memories"][0] == {**body["memories"][0], "id": hot_id, "section": "hot"}
+        if budget >= 120:  # 50 tokens hold the evidence frame and little else
+            assert body["memories"][0] == {**body["memories"][0], "id": hot_id, "section": "hot"}
     body = api.post(reverse("context"), {"query": "pip proxy docker", "token_budget": 2000}, format="json").json()
-    assert body["context"].startswith("## Shared knowledge (HOT)")
+    assert body["context"].startswith("<shared-memories>\nNotes recorded by other agents")
+    assert "\n## Shared knowledge (HOT)\n" in body["context"]
     assert "## Relevant memories" in body["context"]
     relevant = [m["id"] for m in body["memories"] if m["section"] == "relevant"]
     # The pip-in-Docker memory first; those about other tools' downloads are below the relevance floor.

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from agents.services import agent_create
 from memories import services
 from memories.models import Memory, MemoryRank, Status, Tier
 from memories.services import memory_upload, tiers_rebalance
@@ -16,10 +17,10 @@ from memories.services import memory_upload, tiers_rebalance
 pytestmark = pytest.mark.django_db
 
 _ACTIVE = """
-SELECT id, hit_count, COALESCE(last_hit_at, created_at), created_at, tier
+SELECT id, hit_count, readers, COALESCE(last_hit_at, created_at), created_at, tier
 FROM memories_memory WHERE status = 'active'
 """
-_RANKS = "SELECT memory_id, hit_count, seen, created_at, tier FROM memories_memoryrank"
+_RANKS = "SELECT memory_id, hit_count, readers, seen, created_at, tier FROM memories_memoryrank"
 
 
 def assert_ranks_follow() -> None:
@@ -43,7 +44,7 @@ def test_ranks_follow_inserts_hits_edits_archival_and_deletes(agent):
     rows = _bulk(12, agent)
     assert MemoryRank.objects.count() == 13
     assert_ranks_follow()
-    services.memory_hits_record(ids=[rows[0].pk, uploaded.pk], amount=2)
+    services.memory_uses_record(ids=[rows[0].pk, uploaded.pk], reader_id=agent_create(name="reader-rex").pk)
     Memory.objects.filter(pk=rows[1].pk).update(tier=Tier.HOT)
     Memory.objects.filter(pk=rows[2].pk).update(content="reworded")  # no rank column: no trigger call
     assert_ranks_follow()

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from agents.services import agent_create
 from memories import services
 from memories.models import Memory, MemoryContribution, Status, Tier
 from memories.services import MemoryInputError, memory_upload, tiers_rebalance
@@ -252,7 +253,7 @@ def test_parallel_uploads_of_the_same_memory_create_one_row(agent):
     assert Memory.objects.filter(content=ERROR["content"]).count() == 1
     assert sum(1 for r in results if not r.merged) == 1
     memory = Memory.objects.get(content=ERROR["content"])
-    assert memory.hit_count == 6
+    assert memory.hit_count == 1  # one agent's repeats: no use counted (flow.md#hits)
     assert memory.contributions.count() == 5
 
 
@@ -266,7 +267,7 @@ def _make(n: int, agent, **overrides) -> list[Memory]:
         Memory(
             content=f"memory {i}", memory_type="pattern", embedding=vector, content_hash=f"h{i}",
             hit_count=overrides.get("hits", lambda i: i + 1)(i), agent=agent,
-            last_hit_at=now - timedelta(minutes=i),
+            last_hit_at=now - timedelta(minutes=i), readers=overrides.get("readers", 2),
         )
         for i in range(n)
     ]
@@ -314,11 +315,22 @@ def test_rebalance_only_writes_rows_whose_tier_changes(agent):
     assert tiers_rebalance().changed == 0
 
 
-def test_hits_only_touch_active_memories(agent):
+def test_uses_only_touch_active_memories_once_a_day_per_reader(agent):
     a, b = _make(2, agent)
+    reader = agent_create(name="reader-rex")
     Memory.objects.filter(pk=b.pk).update(status=Status.ARCHIVED)
-    assert services.memory_hits_record(ids=[a.pk, b.pk], amount=2) == 1
-    assert Memory.objects.get(pk=a.pk).hit_count == a.hit_count + 2
+    assert services.memory_uses_record(ids=[a.pk, b.pk], reader_id=reader.pk) == {a.pk}
+    assert services.memory_uses_record(ids=[a.pk], reader_id=reader.pk) == set()  # the same reader, the same day
+    assert services.memory_uses_record(ids=[a.pk], reader_id=agent.pk) == set()  # its writer
+    memory = Memory.objects.get(pk=a.pk)
+    assert (memory.hit_count, memory.readers) == (a.hit_count + 1, a.readers + 1)
+
+
+def test_hot_needs_distinct_readers(agent):
+    rows = _make(10, agent, readers=0)
+    Memory.objects.filter(pk=rows[3].pk).update(readers=2)
+    tiers_rebalance()
+    assert list(Memory.objects.filter(tier=Tier.HOT).values_list("pk", flat=True)) == [rows[3].pk]
 
 
 def test_hits_and_tier_changes_update_rows_in_place(agent):

@@ -34,14 +34,16 @@ def test_a_new_memory_joining_a_cluster_takes_four_statements():
     assert member.cluster_id == ClusterMember.objects.get(memory=first.memory).cluster_id
     assert member.cluster.member_count == 2
     statements = _statements(captured.captured_queries)
-    # the locks (the duplicate lock, then the cluster side's placement lock with its wider index
-    # scan); the same body or the nearest five; the insert (its keyword counts are written by the
+    # the space's allowed hosts and the writer's trust (the poisoning screen's); the locks (the
+    # duplicate lock, then the cluster side's placement lock with its wider index scan); the same
+    # body or the nearest five; the insert (its keyword counts are written by the
     # database's trigger, no statement of ours); the nearest centroid with its shift and the member row;
     # and when the classifier was unsure of the type, its row in the review queue
-    assert len(statements) == 4 + (second.type_review is not None), "\n".join(statements)
-    assert "pg_advisory_xact_lock" in statements[0] and statements[0].count("pg_advisory_xact_lock") == 2
+    assert len(statements) == 5 + (second.type_review is not None), "\n".join(statements)
+    assert "allowed_hosts" in statements[0]
+    assert "pg_advisory_xact_lock" in statements[1] and statements[1].count("pg_advisory_xact_lock") == 2
     # each lock says what it is for, in the statement itself (pg_stat_activity, the logs)
-    assert "/* duplicate check" in statements[0] and "/* cluster placement (clusters)" in statements[0]
+    assert "/* duplicate check" in statements[1] and "/* cluster placement (clusters)" in statements[1]
     assert [label.split(":")[0] for label, _ in services.upload_locks()][:2] == [
         "duplicate check", "cluster placement (clusters)"]
     assert LexemeCount.objects.filter(lexeme="pythonpath").exists()
@@ -56,7 +58,7 @@ def test_a_new_memory_far_from_every_cluster_founds_one_in_one_more_statement_ea
     member = ClusterMember.objects.get(memory=other.memory)
     assert member.similarity == 1.0 and member.cluster.member_count == 1
     # as above, then the cluster row and the member row (and a type review when unsure)
-    expected = 6 + (other.type_review is not None)
+    expected = 7 + (other.type_review is not None)
     assert len(_statements(captured.captured_queries)) == expected, "\n".join(_statements(captured.captured_queries))
 
 
@@ -65,5 +67,6 @@ def test_a_repeated_upload_merges_in_a_bounded_number_of_statements():
     with CaptureQueriesContext(connection) as captured:
         again = services.memory_upload(content=FIRST, space=space)
     assert again.merged and again.match_reason == "exact"
-    # the lock; the lookup; the row locked; the contribution; the counters; the row read back
-    assert len(_statements(captured.captured_queries)) == 6, "\n".join(_statements(captured.captured_queries))
+    # the space's hosts and the writer's trust; the lock; the lookup; the row locked; the contribution;
+    # the counters; the row read back (no writer here, so no use to record)
+    assert len(_statements(captured.captured_queries)) == 7, "\n".join(_statements(captured.captured_queries))
