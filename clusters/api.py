@@ -177,7 +177,7 @@ class SkillVersionsApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
         skill = selectors.skill_get(slug=slug, include_unpublished=request.user.is_staff,
                                     space_ids=_space_ids(request))
-        versions = selectors.skill_versions(skill=skill)
+        versions = selectors.skill_versions(skill=skill, curator=request.user.is_staff)
         return Response({"slug": skill.slug, "versions": SkillVersionSerializer(versions, many=True).data})
 
 

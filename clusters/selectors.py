@@ -127,8 +127,14 @@ def skill_get(*, slug: str, include_unpublished: bool, space_ids: list[int] | No
     return found[0]
 
 
-def skill_versions(*, skill: Skill) -> QuerySet[SkillVersion]:
-    return skill.versions.order_by("-version")
+def skill_versions(*, skill: Skill, curator: bool = True) -> QuerySet[SkillVersion]:
+    """A skill's versions, newest first; an agent sees the ones that were served (published, or
+    published and superseded since), never a draft waiting for a curator or a rejected one: a
+    draft the poisoning screen stopped is read by curators only (docs/flow.md#screening)."""
+    versions = skill.versions.order_by("-version")
+    if not curator:
+        versions = versions.filter(status__in=[SkillStatus.PUBLISHED, SkillStatus.SUPERSEDED])
+    return versions
 
 
 def skill_version_get(*, slug: str, version: int, space_ids: list[int] | None = None) -> SkillVersion:

@@ -65,6 +65,10 @@ def memory_import(
     updated_at: datetime,
     space: Space | int | None = None,
     hold_reasons: list[dict] | None = None,
+    readers: int = 0,
+    verified_by: str = "",
+    verified_at: datetime | None = None,
+    screen_flags: list[dict] | None = None,
 ) -> bool:
     """Store a memory under its own id (``memory_id``) in ``space`` (default: the shared space);
     False (and nothing written) when the hub holds that id. ``hold_reasons``: the poisoning
@@ -85,7 +89,10 @@ def memory_import(
             summary_l0=summary_l0, overview_l1=overview_l1, embedding=embedding,
             content_hash=content_hash(content, context, resolution), merge_pending=merge_pending, agent=agent,
             source=source, provenance=provenance or {}, redaction_counts=redaction_counts or {},
-            archived_at=archived_at, valid_until=valid_until,
+            archived_at=archived_at, valid_until=valid_until, readers=readers,
+            # A curator of the other hub vouched for it; a memory held here is not verified until one here does.
+            verified_by="" if held else verified_by, verified_at=None if held else verified_at,
+            screen_flags=screen_flags or [],
         )
         _times(Memory, memory.pk, created_at=created_at, updated_at=updated_at)
         if held:

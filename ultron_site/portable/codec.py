@@ -184,6 +184,9 @@ MEMORY = {
     "redaction_counts": (_object, False), "archived_at": (_optional(_time), False),
     "created_at": (_time, True), "updated_at": (_time, True), "embedding": (_VECTOR, True),
     "superseded_by": (_optional(_uuid), False), "valid_until": (_optional(_time), False),
+    # Format 2 files from before the poisoning screen have none of these.
+    "readers": (_count, False), "verified_by": (_text, False), "verified_at": (_optional(_time), False),
+    "screen_flags": (_list, False),
 }
 CONTRIBUTION = {
     "memory": (_uuid, True), "agent": (_optional(_text), False), "content": (_text, True),

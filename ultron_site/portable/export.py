@@ -39,7 +39,7 @@ CHUNK = 500
 _MEMORY_FIELDS = ("id", "content", "context", "resolution", "tags", "memory_type", "tier", "status", "hit_count",
                   "last_hit_at", "summary_l0", "overview_l1", "merge_pending", "agent__name", "source", "provenance",
                   "redaction_counts", "archived_at", "created_at", "updated_at", "embedding", "superseded_by_id",
-                  "valid_until")
+                  "valid_until", "readers", "verified_by", "verified_at", "screen_flags")
 _CONTRIBUTION_FIELDS = ("memory_id", "agent__name", "content", "context", "resolution", "tags", "similarity",
                         "match_reason", "redaction_counts", "source", "provenance", "created_at", "merged_at")
 _CANDIDATE_FIELDS = ("memory_id", "duplicate_of_id", "similarity", "conflicts", "status", "llm_verdict", "decided_by",

@@ -117,7 +117,8 @@ def memory_store(line: Line, ctx: Context) -> str:
     added = memory_import(
         memory_id=d["id"], content=d["content"], context=d.get("context", ""), resolution=d.get("resolution", ""),
         tags=d.get("tags", []), memory_type=d["memory_type"], tier=d["tier"], status=d["status"],
-        hold_reasons=line.hold_reasons,
+        hold_reasons=line.hold_reasons, readers=d.get("readers", 0), verified_by=d.get("verified_by", ""),
+        verified_at=d.get("verified_at"), screen_flags=d.get("screen_flags", []),
         hit_count=d["hit_count"], last_hit_at=d.get("last_hit_at"), summary_l0=d.get("summary_l0", ""),
         overview_l1=d.get("overview_l1", ""), embedding=line.vector, merge_pending=d.get("merge_pending", False),
         agent=ctx.agent(d.get("agent")), source=d.get("source", "api"),
