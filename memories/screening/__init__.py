@@ -97,7 +97,7 @@ def _fields(item: Mapping[str, object]) -> dict[str, str]:
     for name in FIELDS:
         value = item.get(name)
         if name == "tags":
-            value = "\n".join(str(t) for t in (value or []))  # type: ignore[union-attr]
+            value = "\n".join(str(t) for t in value) if isinstance(value, (list, tuple)) else ""
         if value:
             out[name] = str(value)
     return out

@@ -61,7 +61,7 @@ def training_rows(paths: list[Path] | None = None) -> list[dict]:
     words), and the type classifier's prototypes as benign ones — ordinary errors, rules,
     preferences and corrections, many of them imperative ("run the linters before pushing"), so
     the model does not take an order to the reader for an attack by its form alone."""
-    rows = []
+    rows: list[dict] = []
     if paths is None:
         rows.extend({"label": "benign", "content": content, "context": context, "resolution": resolution}
                     for _, content, context, resolution in prototype_bodies())

@@ -70,9 +70,9 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s|$)\s*|[;\n。！？；]\s*")
 def sentence_around(text: str, start: int, end: int) -> tuple[int, int]:
     """The sentence (or line) holding ``[start, end)``."""
     left = 0
-    for found in _SENTENCE_END.finditer(text):  # not bounded at ``start``: "$" would match there
-        if found.end() > start:
+    for boundary in _SENTENCE_END.finditer(text):  # not bounded at ``start``: "$" would match there
+        if boundary.end() > start:
             break
-        left = found.end()
+        left = boundary.end()
     found = _SENTENCE_END.search(text, end)
     return left, (found.start() if found else len(text))

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import CharField, OuterRef, Subquery, Value
 from django.utils import timezone
 
 from agents.models import Agent, ApiToken, Membership, Space, Trust
@@ -44,9 +44,13 @@ class WriteGate:
 
 def write_gate(*, space_id: int, agent: Agent | None) -> WriteGate:
     """The space's allowed hosts and the writer's trust in it (one statement)."""
-    trust = Membership.objects.filter(space_id=OuterRef("pk"), user_id=agent.user_id if agent else None)
-    row = (Space.objects.filter(pk=space_id).annotate(trust=Subquery(trust.values("trust")[:1]))
-           .values_list("allowed_hosts", "trust").first())
+    spaces = Space.objects.filter(pk=space_id)
+    if agent is not None:
+        trust = Membership.objects.filter(space_id=OuterRef("pk"), user_id=agent.user_id)
+        spaces = spaces.annotate(trust=Subquery(trust.values("trust")[:1]))
+    else:
+        spaces = spaces.annotate(trust=Value(None, output_field=CharField()))
+    row = spaces.values_list("allowed_hosts", "trust").first()
     hosts, trust_value = row if row is not None else ([], None)
     return WriteGate(tuple(hosts or ()), trust_value == Trust.REVIEWED)
 

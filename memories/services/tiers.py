@@ -49,7 +49,8 @@ def memory_uses_record(*, ids: list[Any], reader_id: int | None) -> set[Any]:
     if not ids or reader_id is None:
         return set()
     now = timezone.now()
-    params = {"ids": [str(i) for i in ids], "reader": reader_id, "day": timezone.localdate(now), "now": now}
+    params: dict[str, Any] = {"ids": [str(i) for i in ids], "reader": reader_id, "day": timezone.localdate(now),
+                              "now": now}
     with connection.cursor() as cursor:
         cursor.execute(_USES_SQL.format(memories=Memory._meta.db_table, reads=MemoryRead._meta.db_table), params)
         return {row[0] for row in cursor.fetchall()}

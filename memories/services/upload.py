@@ -145,7 +145,7 @@ def memory_upload(
     vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]
     [verdict] = screen_items([_screened(clean)], gate, vectors=[vector])
     return _funnel(clean, vector, memory_type, agent=agent, source=source, provenance=provenance or {},
-                   space_id=space_id, verdict=verdict, gate=gate)
+                   space_id=space_id, screen=verdict, gate=gate)
 
 
 def _screened(clean: CleanMemory) -> dict[str, Any]:
@@ -180,7 +180,7 @@ def memories_upload(
         cleaned = memory_inputs_clean(chunk)
         valid = [clean for clean in cleaned if isinstance(clean, CleanMemory)]
         embedded = embed_texts([embedding_text(c.content, c.context, c.resolution) for c in valid]) if valid else []
-        verdicts = iter(screen_items([_screened(c) for c in valid], gate, vectors=embedded) if valid else [])
+        screens = iter(screen_items([_screened(c) for c in valid], gate, vectors=embedded) if valid else [])
         vectors = iter(embedded)
         for offset, (item, clean) in enumerate(zip(chunk, cleaned, strict=True)):
             if isinstance(clean, MemoryInputError):
@@ -191,13 +191,13 @@ def memories_upload(
             hook = (lambda result, index=index: on_stored(index, result)) if on_stored else None
             out.append(_funnel(clean, next(vectors), item.get("memory_type"), agent=agent, source=source,
                                provenance=item.get("provenance") or {}, on_stored=hook, space_id=space_id,
-                               verdict=next(verdicts), gate=gate))
+                               screen=next(screens), gate=gate))
     return out
 
 
 def _funnel(
     clean: CleanMemory, vector: list[float], memory_type: str | None, *, agent: Agent | None, source: str,
-    provenance: dict, space_id: int, verdict: Verdict, gate: WriteGate,
+    provenance: dict, space_id: int, screen: Verdict, gate: WriteGate,
     on_stored: Callable[[UploadResult], object] | None = None,
 ) -> UploadResult:
     """Classify (unless the type is given); a memory the screen flagged, or that a reviewed
@@ -208,22 +208,22 @@ def _funnel(
         memory_type = decision.memory_type
     body_hash = content_hash(clean.content, clean.context, clean.resolution)
     body = memory_body(clean.content, clean.context, clean.resolution)
-    origin = hold_origin(verdict, gate)
+    origin = hold_origin(screen, gate)
     if origin is not None:
         # Held: merged with nothing, in no cluster, no candidate of anything, until a curator approves it.
         with transaction.atomic():
             result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
                                 provenance=provenance, space_id=space_id, status=Status.HELD)
-            reasons = verdict.reasons()
+            reasons = screen.reasons()
             if origin == "writer":
                 reasons.insert(0, {"rule": "trust", "label": "its writer's memories are reviewed before they are served",
                                    "field": "", "start": 0, "end": 0, "text": "", "severity": "hold"})
             result.hold = hold_record(memory=result.memory, origin=origin, reasons=reasons)
-            result.verdict = verdict
+            result.verdict = screen
             if on_stored:
                 on_stored(result)
         return result
-    flags = [reason for reason in verdict.reasons() if reason["severity"] == MARK]
+    flags = [reason for reason in screen.reasons() if reason["severity"] == MARK]
 
     verdicts: dict[Any, bool | None] = {}
     asked: dict[Any, DuplicateMatch] = {}
@@ -247,7 +247,7 @@ def _funnel(
             if match is None or match.reason == "candidate":
                 result = _store_new(clean, memory_type, vector, body_hash, agent=agent, source=source,
                                     provenance=provenance, space_id=space_id, screen_flags=flags)
-                result.verdict = verdict
+                result.verdict = screen
                 # A type the classifier was unsure of is stored all the same and waits for a curator.
                 if decision is not None:
                     result.type_review = type_review_record(memory=result.memory, decision=decision)
