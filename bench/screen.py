@@ -80,7 +80,8 @@ def main() -> None:
         rows = load(path)
         fields = ("content", "context", "resolution")
         # Cleaned as the upload funnel cleans them: validated, decoded where hidden, redacted.
-        cleaned = memory_inputs_clean([{f: row.get(f) or "" for f in (*fields, "tags")} for row in rows])
+        cleaned = memory_inputs_clean([{**{f: row.get(f) or "" for f in fields}, "tags": row.get("tags") or []}
+                                       for row in rows])
         refused = [row["id"] for row, c in zip(rows, cleaned, strict=True) if not hasattr(c, "content")]
         if refused:
             print(f"{name}: {len(refused)} refused by the upload's validation, left out: {refused[:5]}")

@@ -96,7 +96,9 @@ def _load_shareable() -> None:
 def _load() -> None:
     from memories.judgements.prototypes import type_model
     from memories.providers.embeddings import get_embedder
+    from memories.screening.model import screen_model
 
     _load_shareable()
     get_embedder().embed(["warm-up: the first query of a fresh hub"])
     type_model()
+    screen_model()

@@ -17,8 +17,12 @@ directory). Nothing is downloaded. ``bench/screen.py`` measures it on sets it wa
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import pickle
 import re
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from memories.judgements.prototypes import _prototype_vectors, _TermView, prototype_bodies
 from memories.providers.embeddings import get_embedder
@@ -152,5 +157,32 @@ def screen_model() -> ScreenModel | None:
             else:
                 texts = [row_text(row) for row in rows]
                 labels = np.array([row["label"] == "attack" for row in rows], dtype=int)
-                _cache[key] = screen_model_fit(texts, labels, _prototype_vectors(embedder, texts, kind="screen-examples"))
+                _cache[key] = _fitted(embedder, texts, labels)
     return _cache[key]
+
+
+def _fitted(embedder: Any, texts: list[str], labels: np.ndarray) -> ScreenModel:
+    """The model fitted on these examples, kept under ``$ULTRON_DATA_DIR/cache`` keyed by the
+    examples, their labels, the embedding model, the regularisation and scikit-learn's version:
+    fitting takes ~15 s on two cores, and every process (each web worker, each test worker) needs it."""
+    import sklearn
+
+    digest = hashlib.sha256("\x1e".join([*texts, labels.tobytes().hex(), str(REGULARISATION_C), sklearn.__version__,
+                                         embedder.provider, embedder.model]).encode()).hexdigest()[:16]
+    path = Path(settings.ULTRON_DATA_DIR) / "cache" / f"screen-model-{digest}.pickle"
+    try:
+        with path.open("rb") as handle:
+            found = pickle.load(handle)  # noqa: S301 - the hub's own file, written below
+        if isinstance(found, ScreenModel):
+            return found
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError):
+        pass
+    model = screen_model_fit(texts, labels, _prototype_vectors(embedder, texts, kind="screen-examples"))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".pickle", delete=False) as handle:
+            pickle.dump(model, handle)
+        os.replace(handle.name, path)
+    except OSError:  # a read-only data directory costs time, not correctness
+        pass
+    return model
