@@ -42,11 +42,11 @@ def _generate(n: int, *, vector_sql: str, drop_vector_indexes: bool, params: lis
             INSERT INTO {Memory._meta.db_table}
                 (id, space_id, content, context, resolution, tags, memory_type, tier, status, hit_count, last_hit_at,
                  summary_l0, overview_l1, embedding, content_hash, merge_pending, source, provenance,
-                 redaction_counts, created_at, updated_at)
+                 redaction_counts, created_at, updated_at, readers, verified_by, screen_flags)
             SELECT gen_random_uuid(), (SELECT id FROM agents_space WHERE slug = 'shared'), 'memory ' || g, '', '', '{{}}', 'pattern', 'warm', 'active',
                    1 + floor(power(random(), 3) * 500)::int,
                    now() - (random() * interval '90 days'), '', '', {vector_sql}, md5(g::text), false, 'api',
-                   '{{}}', '{{}}', now() - interval '91 days', now()
+                   '{{}}', '{{}}', now() - interval '91 days', now(), 2, '', '[]'::jsonb
             FROM generate_series(1, %s) g
             """,
             [*params, n],

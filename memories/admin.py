@@ -16,13 +16,14 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
 
 from agents.admin_spaces import SpaceScopedAdmin
 from core.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
 from memories import (
     admin_candidates,  # noqa: F401  (registers the merge-candidate pages)
-    admin_holds,  # its import registers the agent page's "hold everything it wrote"
+    admin_holds,
+    admin_panels,
+    admin_writer,  # its import registers the agent page's "hold everything it wrote"
 )
 from memories.admin_filters import (
     AgentFilter,
@@ -111,7 +112,7 @@ class MemoryForm(forms.ModelForm):
 
 
 @admin.register(Memory)
-class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
+class MemoryAdmin(admin_holds.HoldPanelMixin, SpaceScopedAdmin, HubAdmin):
     form = MemoryForm
     list_display = ("l0", "type_badge", "tier_badge", "hit_count", "last_hit_at", "agent", "age")
     list_display_links = ("l0",)
@@ -134,31 +135,6 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
         ("Similar memories", {"fields": ("similar_panel",)}),
         ("History", {"fields": ("history_panel",)}),
     )
-
-    def get_fieldsets(self, request, obj=None):
-        # A memory that was ever held shows its holds (why, the reasons, the decision, with Approve /
-        # Reject / Undo): first while it is held or rejected, after its text otherwise.
-        fieldsets = list(super().get_fieldsets(request, obj))
-        if obj is None:
-            return fieldsets
-        holds = self._holds(obj)
-        if holds:
-            panel = ("Held for review" if obj.status in (Status.HELD, Status.REJECTED) else "Holds",
-                     {"fields": ("hold_panel",)})
-            fieldsets.insert(0 if obj.status in (Status.HELD, Status.REJECTED) else 1, panel)
-        return fieldsets
-
-    @staticmethod
-    def _holds(memory: Memory) -> list:
-        if not hasattr(memory, "_hold_rows"):
-            from memories.selectors.review import holds_of
-
-            memory._hold_rows = holds_of(memory_id=memory.pk)  # type: ignore[attr-defined]
-        return memory._hold_rows  # type: ignore[attr-defined]
-
-    @admin.display(description="why, and what was decided")
-    def hold_panel(self, memory: Memory) -> str:
-        return admin_holds.hold_panel(memory, self._holds(memory))
 
     def get_queryset(self, request):
         # The vector and the full-text column are never shown: neither is read for the list or the page.
@@ -357,7 +333,7 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
             return "No edits yet."
         return format_html_join(
             "", '<div class="hub-history-item"><strong>{}</strong> by {} · {}<br>{}</div>',
-            ((e.action, e.editor, e.created_at.strftime("%Y-%m-%d %H:%M"), _changes(e)) for e in edits),
+            ((e.action, e.editor, e.created_at.strftime("%Y-%m-%d %H:%M"), admin_panels.edit_changes(e)) for e in edits),
         )
 
     @admin.display(description="type decisions")
@@ -394,8 +370,8 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
                  name="memories_memory_type_action"),
             path("hold/<int:hold_id>/<str:action>/", view(admin_holds.hold_action, post=True),
                  name="memories_memory_hold_action"),
-            path("writer/<int:agent_id>/hold/", view(admin_holds.writer_hold_view), name="memories_memory_writer_hold"),
-            path("writer/hold/<uuid:batch>/undo/", view(admin_holds.writer_hold_undo_view, post=True),
+            path("writer/<int:agent_id>/hold/", view(admin_writer.writer_hold_view), name="memories_memory_writer_hold"),
+            path("writer/hold/<uuid:batch>/undo/", view(admin_writer.writer_hold_undo_view, post=True),
                  name="memories_memory_writer_hold_undo"),
             path("<uuid:memory_id>/similar/", self.admin_site.admin_view(self.similar_view),
                  name="memories_memory_similar"),
@@ -415,18 +391,3 @@ class MemoryAdmin(SpaceScopedAdmin, HubAdmin):
                    "title": "Similar memories", "opts": self.opts}
         template = "admin/memories/_similar.html" if request.htmx else "admin/memories/similar.html"
         return TemplateResponse(request, template, context)
-
-
-def _changes(edit: Any) -> str:
-    rows = []
-    for name in sorted(set(edit.before) | set(edit.after)):
-        rows.append(format_html("<em>{}</em>: {} → {}", name, _short(edit.before.get(name)), _short(edit.after.get(name))))
-    if edit.note:
-        rows.append(format_html('<span class="hub-muted">{}</span>', edit.note))
-    return format_html_join(mark_safe("<br>"), "{}", ((row,) for row in rows))
-
-
-def _short(value: Any) -> str:
-    text = ", ".join(value) if isinstance(value, list) else ("—" if value in (None, "") else str(value))
-    return text if len(text) <= 300 else text[:297] + "…"
-

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 _PANELS: dict[str, tuple[str, Callable[[HttpRequest, Any], str]]] = {}
 
@@ -35,3 +37,18 @@ def memory_page_panels(request: HttpRequest, object_id: Any) -> list[dict[str, A
         if html:
             panels.append({"name": name, "title": title, "html": html})
     return panels
+
+
+def edit_changes(edit: Any) -> str:
+    """One history row's changed fields, before → after (the memory page's edit history)."""
+    rows = []
+    for name in sorted(set(edit.before) | set(edit.after)):
+        rows.append(format_html("<em>{}</em>: {} → {}", name, _short(edit.before.get(name)), _short(edit.after.get(name))))
+    if edit.note:
+        rows.append(format_html('<span class="hub-muted">{}</span>', edit.note))
+    return format_html_join(mark_safe("<br>"), "{}", ((row,) for row in rows))
+
+
+def _short(value: Any) -> str:
+    text = ", ".join(value) if isinstance(value, list) else ("—" if value in (None, "") else str(value))
+    return text if len(text) <= 300 else text[:297] + "…"

@@ -78,6 +78,8 @@ class TeamRows:
     suggestion_id: int  # a merge suggestion of two of its clusters
     type_change_id: int  # a type the classifier was unsure of, open for a curator
     contribution_id: int
+    hold_id: int  # a hold a curator approved (its memory served), one of a batch taken back from the writer
+    hold_batch: Any
     raw_ids: list[int]
     ints: set[int] = field(default_factory=set)  # every integer id of the team's rows
 
@@ -102,6 +104,8 @@ def text_lesson(word: str) -> str:
 
 
 def _team(slug: str, word: str, settings: Any) -> TeamRows:
+    import uuid
+
     from clusters.models import (
         ClusterChange,
         ClusterMember,
@@ -113,7 +117,13 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
     from clusters.services import cluster_crystallize
     from ingestion.models import RawUpload, TaskSegment
     from ingestion.services import files_ingest, session_process, text_ingest
-    from memories.models import KnowledgeChange, MemoryContribution, MergeCandidate, TypeChange
+    from memories.models import (
+        KnowledgeChange,
+        MemoryContribution,
+        MemoryHold,
+        MergeCandidate,
+        TypeChange,
+    )
     from memories.services import memory_upload
 
     space = space_create(slug=slug, name=f"Team {slug[-1].upper()}")
@@ -135,6 +145,8 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
         type_change = (TypeChange.objects.filter(space=space, state="open").first()
                        or TypeChange.objects.create(space=space, memory=memories[1], state="open",
                                                     chosen=memories[1].memory_type, runner_up="pattern", margin=0.1))
+        hold = MemoryHold.objects.create(space=space, memory=memories[1], origin="recall", reasons=[], state="done",
+                                         decision="approved", prior_status="active", batch=uuid.uuid4(), held_by="ada")
         job, [result] = files_ingest(agent=agent, files=[(f"{word}-session.jsonl", session_file(word))], space=space)
         session_process(session_id=result.session_id)
         text_ingest(agent=agent, space=space, text=text_lesson(word))
@@ -158,11 +170,12 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
             candidate_id=candidate.pk, change_id=change.pk, cluster_change_id=moved.pk, suggestion_id=suggestion.pk,
             type_change_id=type_change.pk,
             contribution_id=MemoryContribution.objects.filter(space=space).values_list("pk", flat=True).first(),
+            hold_id=hold.pk, hold_batch=hold.batch,
             raw_ids=list(RawUpload.objects.filter(space=space).values_list("pk", flat=True)),
         )
         assert rows.segment_ids and rows.contribution_id and len(rows.raw_ids) >= 2, rows
         for model in (KnowledgeCluster, ClusterMember, Skill, SkillVersion, MergeCandidate, MemoryContribution,
-                      RawUpload, TaskSegment, KnowledgeChange, ClusterChange, ClusterSuggestion, TypeChange):
+                      RawUpload, TaskSegment, KnowledgeChange, ClusterChange, ClusterSuggestion, TypeChange, MemoryHold):
             rows.ints |= set(model.objects.filter(space=space).values_list("pk", flat=True))
         rows.ints.add(rows.session_id)
     return rows

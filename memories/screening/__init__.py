@@ -19,10 +19,11 @@ from typing import Any
 from django.conf import settings
 
 from memories.screening.classifier import ClassifierError, get_classifier
+from memories.screening.families import rule_findings
 from memories.screening.hidden import decoded_payloads, hidden_findings, tag_text
 from memories.screening.links import ALLOWED_DEFAULT, allowed_checker, link_findings
 from memories.screening.model import screen_model
-from memories.screening.rules import HOLD, MARK, Finding, rule_findings
+from memories.screening.rules import HOLD, MARK, Finding
 from memories.screening.text import fold
 from memories.text import embedding_text
 

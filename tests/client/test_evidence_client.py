@@ -121,7 +121,8 @@ def test_cli_upload_says_a_held_memory_waits_for_review_and_why(scripted, capsys
     assert code == OK and '"status": "held"' in out and '"reasons"' in out
 
 
-def test_cli_search_shows_writer_verified_and_flags(scripted, capsys):
+def test_cli_search_shows_writer_verified_and_flags(scripted, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the table fits a terminal's width: wide enough to read the summaries whole
     unflagged = {**HIT, "id": str(uuid.uuid4()), "writer": "agent-smith", "verified": False, "flags": []}
     server = scripted((200, {"results": [HIT, unflagged], "count": 2, "mode": "hybrid"}, {}))
     code, out, err = run(capsys, "search", "--url", server.url, "--token", "t", "npm EACCES")

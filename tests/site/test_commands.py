@@ -45,8 +45,11 @@ def test_staff_flag_from_the_command():
 
 
 def test_rebalance_tiers_command_reports(agent):
-    memory_upload(content="Use pytest fixtures for shared setup", agent=agent)
+    memory = memory_upload(content="Use pytest fixtures for shared setup", agent=agent).memory
     out = StringIO()
+    call_command("rebalance_tiers", stdout=out)
+    assert "hot=0 warm=1 cold=0" in out.getvalue()  # no other agent used it yet: not HOT
+    Memory.objects.filter(pk=memory.pk).update(readers=2)
     call_command("rebalance_tiers", stdout=out)
     assert "hot=1 warm=0 cold=0" in out.getvalue()
 
