@@ -35,6 +35,7 @@ NEVER_INT = 123_456_789
 ACTIONS = {"memories_memory_review_action": ["accept", "write"], "memories_memory_candidate_action": ["merge", "dismiss"],
            "memories_memory_change_action": ["undo", "new", "old", "both"],
            "memories_memory_type_action": ["set", "undo"],
+           "memories_memory_hold_action": ["approve", "reject", "undo"],
            "clusters_skill_version": ["publish", "reject"],
            "clusters_knowledgecluster_suggestion": ["merge", "dismiss"]}
 # What a POST to a row's page sends: enough for each form to reach its row (a merged text, a target
