@@ -9,7 +9,6 @@ with the column. The new columns have constant defaults: added without rewriting
 
 from django.db import migrations, models
 
-
 _DEFINER = "SECURITY DEFINER SET search_path = public, pg_temp"
 
 RANK_TRIGGERS = f"""
