@@ -264,7 +264,7 @@ RULES += (
 _SECRET_WORDS = re.compile(rf"{_SECRETS}|~/\.\w+", re.IGNORECASE)
 _DESTINATION_WORDS = re.compile(
     r"https?://|\S+@\S+\.\w+|\b(?:webhook|gist|pastebin|slack|discord|telegram|teams|#\w+|e-?mail|issue|comment|"
-    r"pr\s+description|pull\s+request|commit\s+message|channel|chat|reply|response|answer|summary|public|external|"
+    r"pr\s+description|pull\s+request|commit\s+message|channel|chat|public|external|"
     r"remote\s+server)\b",
     re.IGNORECASE,
 )
