@@ -271,7 +271,10 @@ _DESTINATION_WORDS = re.compile(
 
 
 def _secret_to_destination(text: str, match: re.Match) -> bool:
-    """A sending verb, a secret and a destination in one sentence, in any order."""
+    """A sending verb, a secret and a destination in one sentence, in any order (a verb written
+    as a quoted value, ``credentials: 'include'``, is code, not an order)."""
+    if match.start() > 0 and text[match.start() - 1] in "'\"`":
+        return False
     left, right = sentence_around(text, match.start(), match.end())
     sentence = text[left:right]
     return bool(_SECRET_WORDS.search(sentence)) and bool(_DESTINATION_WORDS.search(sentence))
