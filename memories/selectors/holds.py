@@ -27,14 +27,11 @@ from memories.models import (
     MemoryRead,
     Status,
 )
+from memories.selectors.records import _in_spaces
 
 # How the automatic merges were decided (a curator's own merges are listed in the history).
 AUTOMATIC_REASONS = ("exact", "similar", "llm")
 
-
-def _in_spaces(queryset: Any, space_ids: list[int] | None) -> Any:
-    """``queryset`` narrowed to ``space_ids`` (None: every space the connection's scope reads)."""
-    return queryset if space_ids is None else queryset.filter(space_id__in=space_ids)
 
 
 
