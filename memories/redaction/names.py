@@ -12,8 +12,9 @@ cues such as "my name is"; it also calls tool names ("Django") and identifiers p
 
 from __future__ import annotations
 
+import functools
+
 import regex
-from spacy.lang.en.stop_words import STOP_WORDS
 
 from memories.redaction.patterns import Finding
 
@@ -150,13 +151,22 @@ def plausible(text: str) -> bool:
     return True
 
 
+@functools.cache
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, imported on first use: importing spaCy costs a second and
+    40 MiB that commands which never redact (``manage.py check``, migrations) need not pay."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
 def _ok(name: str, *, lower_case: bool = False) -> bool:
     words = name.split()
     if not words or words[0].lower() in _STOP or words[0].lower() in _LABELS:
         return False
     if lower_case:  # after "my name is", names may be written in lower case
         # ...but "asked for reproducible builds", "told me", "name: db-credentials" hold no name.
-        if any(w.lower() in STOP_WORDS for w in words) or any(c in name for c in "-_/.:"):
+        if any(w.lower() in _stop_words() for w in words) or any(c in name for c in "-_/.:"):
             return False
         return plausible(" ".join(w[:1].upper() + w[1:] for w in words))
     return plausible(name)
@@ -199,7 +209,7 @@ def cue_names(text: str) -> list[Finding]:
             name = match.group("name")
             # Trim trailing words that are function words ("Rubija and" -> "Rubija").
             words = name.split()
-            while words and (words[-1].lower() in _STOP or words[-1].lower() in STOP_WORDS):
+            while words and (words[-1].lower() in _STOP or words[-1].lower() in _stop_words()):
                 words.pop()
             if not words:
                 continue

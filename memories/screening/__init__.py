@@ -11,6 +11,7 @@ its reason."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,12 @@ def allowed_hosts_for(extra: Iterable[str] = ()) -> tuple[str, ...]:
     """The built-in documentation and package hosts, the hub's (``ULTRON_SCREEN_ALLOWED_HOSTS``)
     and a space's own."""
     return (*ALLOWED_DEFAULT, *settings.ULTRON_SCREEN_ALLOWED_HOSTS, *(h for h in extra if h))
+
+
+@functools.lru_cache(maxsize=64)
+def _checker(listed: tuple[str, ...]):
+    """One allowed-host check per list of hosts (a space's list rarely changes)."""
+    return allowed_checker(listed)
 
 
 @dataclass
@@ -184,7 +191,7 @@ def memories_screen(items: Sequence[Mapping[str, object]], *, allowed_hosts: Ite
     for the learned model."""
     try:
         listed = allowed_hosts_for(allowed_hosts)
-        allowed = allowed_checker(listed)
+        allowed = _checker(listed)
         limits = thresholds()
         read = [_Item(_fields(item), list(item.get("hidden") or [])) for item in items]  # type: ignore[call-overload]
         for item in read:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Letters of other scripts drawn like Latin ones: "ignоre" with a Cyrillic o reads as "ignore".
@@ -29,7 +30,7 @@ class Folded:
 
     original: str
     text: str
-    origin: tuple[int, ...]
+    origin: Sequence[int]
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """The stored text's span under the folded ``[start, end)``."""
@@ -40,10 +41,16 @@ class Folded:
         return first, last
 
 
+# White space an ASCII text folds: a run, or any space but " " and a line break.
+_ASCII_SPACES = re.compile(r"[ \t\r\f\v]{2,}|[\t\r\f\v\x1c-\x1f]")
+
+
 def fold(text: str) -> Folded:
     """NFKC per character (full-width letters, ligatures), invisible characters dropped,
     look-alike letters mapped to Latin, runs of white space as one space. Case is kept: rules
     match case-insensitively unless case is the point (``SYSTEM:``)."""
+    if text.isascii() and not _ASCII_SPACES.search(text):  # most memories: nothing to fold
+        return Folded(text, text, range(len(text)))
     out: list[str] = []
     origin: list[int] = []
     space = False
