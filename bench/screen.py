@@ -7,9 +7,10 @@ costs per memory.
     .venv/bin/python bench/screen.py --scores             # the classifier's scores: operating points
     .venv/bin/python bench/screen.py --misses dev         # list what one set's screen got wrong
 
-Sets (tests/data/): ``screen_dev.jsonl`` (the rules and thresholds were written against it) and
-``screen_fresh.jsonl`` (written blind by someone who saw neither the rules nor the dev set; never
-tuned on). Each line: ``{id, label: attack|benign, kind, lang, content, context, resolution, tags}``.
+Sets (tests/data/): ``screen_dev.jsonl`` (the rules and thresholds were written against it),
+``screen_fresh.jsonl`` and ``screen_fresh2.jsonl`` (each written blind by someone who saw neither
+the rules, the training examples nor the other sets; never tuned on: do not read their misses).
+Each line: ``{id, label: attack|benign, kind, lang, content, context, resolution, tags}``.
 The texts are redacted first, as the upload funnel does, so the screen sees what it sees there.
 """
 
@@ -31,9 +32,12 @@ os.environ.setdefault("DATABASE_URL", "postgresql://bench@localhost/bench")  # n
 os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
 
 SETS = {"dev": ROOT / "tests/data/screen_dev.jsonl", "fresh": ROOT / "tests/data/screen_fresh.jsonl",
+        "fresh2": ROOT / "tests/data/screen_fresh2.jsonl",
         # The learned model's own examples: its figures there are not a measure (--sets train_a to read the rules on them).
-        "train_a": ROOT / "memories/data/screen_train_a.jsonl", "train_b": ROOT / "memories/data/screen_train_b.jsonl"}
-# What the checks call an obvious injection: the reader's instructions overridden or a fake prompt structure.
+        "train_a": ROOT / "memories/data/screen_train_a.jsonl", "train_b": ROOT / "memories/data/screen_train_b.jsonl",
+        "train_c": ROOT / "memories/data/screen_train_c.jsonl"}
+# What the checks call an obvious injection, where a set does not say (``obvious``): the reader's
+# instructions overridden or a fake prompt structure.
 OBVIOUS = ("override", "role", "marker", "instruction", "system", "identity", "ignore")
 
 
@@ -48,7 +52,7 @@ def main() -> None:
     parser.add_argument("--scores", action="store_true", help="print the classifier's operating points")
     parser.add_argument("--misses", choices=list(SETS), default=None)
     parser.add_argument("--c", type=float, default=None, help="the learned model's regularisation (a grid by hand)")
-    parser.add_argument("--sets", default="dev,fresh", help="comma-separated: " + ", ".join(SETS))
+    parser.add_argument("--sets", default="dev,fresh,fresh2", help="comma-separated: " + ", ".join(SETS))
     parser.add_argument("--train", choices=list(SETS), default=None,
                         help="fit the learned model on this set instead of the shipped training examples "
                              "(its own figures are then not a measure)")
@@ -112,7 +116,7 @@ def main() -> None:
             print(f"{group:32s} {label:7s} n={total:4d}  held {counts[HOLD]:4d}  marked {counts[MARK]:4d}  "
                   f"{what}: {value:.3f}")
         obvious = [v for row, v in zip(rows, verdicts, strict=True)
-                   if row["label"] == "attack" and any(w in row.get("kind", "") for w in OBVIOUS)]
+                   if row["label"] == "attack" and row.get("obvious", any(w in row.get("kind", "") for w in OBVIOUS))]
         if obvious:
             missed = sum(v.action not in (HOLD, MARK) for v in obvious)
             print(f"{'obvious injections':32s} attack  n={len(obvious):4d}  reach the reader unmarked: "
