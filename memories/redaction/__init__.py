@@ -33,6 +33,7 @@ from memories.redaction import (
     entropy,
     hashes,
     keys,
+    likeness,
     names,
     numbers,
     patterns,
@@ -66,6 +67,7 @@ def _pattern_findings(text: str) -> list[Finding]:
     found.extend(detectors.find(text))
     found.extend(vendors.find(text))
     found.extend(entropy.find(text))
+    found.extend(likeness.find(text))
     found.extend(numbers.phones(text))
     found.extend(numbers.cards(text))
     found.extend(numbers.ibans(text))
@@ -82,10 +84,28 @@ def _people(text: str, findings: list[Finding]) -> list[Finding]:
     return others + names.merge_adjacent(persons, text)
 
 
+# The password and host of a URL's user information read as an e-mail address ("pass@db.example.net");
+# the credential rules redact the password, the host stays readable.
+_USERINFO_BEFORE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:$")
+
+
+def _dropped(text: str, finding: Finding) -> bool:
+    if finding.tag == "EMAIL_ADDRESS":
+        return bool(_USERINFO_BEFORE.search(text[max(0, finding.start - 200) : finding.start]))
+    if finding.tag == "PERSON":
+        return False
+    value = text[finding.start : finding.end]
+    # Base64 of a sentence or of JSON quoted in a lesson ("echo aGVsbG8gZnJvbSBzdGFnaW5n | base64 -d")
+    # is data, unless what it encodes holds a secret itself.
+    decoded = likeness.base64_text(value)
+    return decoded is not None and not _pattern_findings(decoded)
+
+
 def _resolve(text: str, findings: list[Finding]) -> list[Finding]:
     """Keep non-overlapping findings: highest score first, then the longest."""
     markers = [m.span() for m in _MARKER_RE.finditer(text)]
     kept: list[Finding] = []
+    findings = [f for f in findings if not _dropped(text, f)]
     for finding in sorted(findings, key=lambda f: (-f.score, -(f.end - f.start), f.start)):
         if any(finding.start < e and s < finding.end for s, e in markers):
             continue  # never re-redact (part of) an existing marker

@@ -69,7 +69,8 @@ def _valid_jwt(token: str) -> bool:
 
 
 _PLACEHOLDER_RE = re.compile(
-    r"^(?:[$%{<\[(]|.*\$\{|.*\{\{)|(?:insert|your[_-]|xxxx|changeme|placeholder|redacted|example\.com|\*\*\*)",
+    r"^(?:[$%{<\[(]|.*\$\{|.*\{\{)|(?:insert|your[_-]|xxxx|changeme|placeholder|redacted|example\.com|\*\*\*"
+    r"|replace[_-]?me|fill[_-]?me[_-]?in|to[_-]?be[_-]?set|^todo$|^tbd$)",
     re.IGNORECASE,
 )
 
