@@ -95,8 +95,12 @@ def _dropped(text: str, finding: Finding) -> bool:
     if finding.tag == "PERSON":
         return False
     value = text[finding.start : finding.end]
-    # Base64 of a sentence or of JSON quoted in a lesson ("echo aGVsbG8gZnJvbSBzdGFnaW5n | base64 -d")
-    # is data, unless what it encodes holds a secret itself.
+    return encodes_plain_text(value)
+
+
+def encodes_plain_text(value: str) -> bool:
+    """Is ``value`` base64 of a sentence or of JSON quoted in a lesson ("echo aGVsbG8gZnJvbSBzdGFnaW5n
+    | base64 -d"): data, unless what it encodes holds a secret itself?"""
     decoded = likeness.base64_text(value)
     return decoded is not None and not _pattern_findings(decoded)
 

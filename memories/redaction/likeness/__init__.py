@@ -12,8 +12,8 @@ human passwords against ordinary technical tokens (``samples``). Then the contex
 - with **no cue**, a high score is needed (``BARE_SCORE``).
 
 Shapes whose meaning the characters cannot tell are the context's call alone: bare hex of the
-lengths commits and digests have (7–12 and 40; 32 and 64 beside a digest's name) and UUIDs stay
-unless a cue names them; any other bare hex of 16 or more is scored like the rest
+lengths commits, digests and ids have (7–12, 16, 32, 40 and 64) and UUIDs stay unless a strong
+cue names them; bare hex of any other length is random by construction and redacted
 (``d37a8b9e09642cb73cfcf4e1 was rejected`` is no commit). Values after the words that make a
 value public (``commit``, ``sha256:``, ``trace``, ``version``…) stay unless a strong cue is
 nearer.
@@ -29,11 +29,11 @@ from memories.redaction.patterns import Finding, is_reference
 
 TAG = "REDACTED_CREDENTIAL"
 SCORE = 0.7  # below the rules that name what they found: where they agree, theirs is kept
-STRONG_CUE_SCORE = 0.2
-CUE_SCORE = 0.5
+STRONG_CUE_SCORE = 0.5
+CUE_SCORE = 0.7
 BARE_SCORE = 0.9
 MIN_LENGTH = 8  # characters of a value with no cue
-MIN_LENGTH_CUED = 6
+MIN_LENGTH_CUED = 8  # shorter values after a cue and a connector are prose.py's
 
 # A value runs to white space, quotes, brackets, separators or CJK text (a value glued to Chinese
 # words: "密码Gbeg7x账号").
@@ -47,20 +47,23 @@ _STRONG_CUE = (
     r"|(?:backup|recovery|2fa|mfa)[ _-]?codes?"
 )
 _WEAK_CUE = r"keys?|auth|login|pass|pin|cookie|signature|sig|salt|hmac|cred"
-_CJK_CUE = r"密码|口令|密钥|秘钥|令牌|凭证|凭据|授权码|私钥|助记词|种子|验证码|token|key|secret"
+_CJK_CUE = r"密码|口令|密钥|秘钥|令牌|凭证|凭据|授权码|私钥|助记词|种子|验证码|恢复码|备用码|安全码"
 _CUE_RE = re.compile(
     rf"(?i)(?<![A-Za-z0-9])(?:(?P<strong>{_STRONG_CUE})|(?P<weak>{_WEAK_CUE}))(?![A-Za-z]|[_-][A-Za-z])"
     rf"|(?P<cjk>{_CJK_CUE})")  # a cue that ends a name (DB_PASSWORD), not one inside it (PASSWORD_HASHERS, key_id)
 _CUE_WINDOW = 48  # characters before a value where a cue counts
 _HEX_RE = re.compile(r"^(?:0x)?[0-9a-fA-F]+$")
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-_DIGEST_WORD_RE = re.compile(r"(?i)sha\d*|md5|hash|checksum|digest|sum|etag|integrity|fingerprint|commit|rev")
 # Values that are plain words, numbers or identifiers made of words: never scored.
 _PLAIN_RE = re.compile(r"^(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|\d+(?:[.,]\d+)*|[a-z]+(?:[_-][a-z]+)+|[A-Z]+(?:_[A-Z]+)+)$")
 # Kubernetes pod and replica set names: a deployment's name, a template hash, a random suffix.
 _POD_RE = re.compile(r"^[a-z][a-z0-9-]*-[0-9a-f]{8,10}-[a-z0-9]{5}$")
 # A passphrase of dictionary words after a cue that names one: "correct-orbit-violet-quartz".
 _PASSPHRASE_RE = re.compile(r"^[a-z]{3,}(?:[-_.][a-z]{3,}){2,}$")
+_USERINFO_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:(?P<password>[^\s/@]{3,})@[^\s/@]")
+_NAME_PREFIX_RE = re.compile(r"-{0,2}[A-Za-z_][\w.-]{0,60}[=:]")
+_ALGORITHM_PREFIX_RE = re.compile(r"(?i)^(?:sha\d*|md5|blake2[bs]?|h1|xxh\d*)[-:]")
+_TIMESTAMP_RE = re.compile(r"^\d{8}T\d{4,6}Z?$|^\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-]\d{2}:?\d{2})?$")
 _PINNED_RE = re.compile(r"@(?:sha\d+|sha|blake\w*|md5):[0-9a-fA-F]{16,}$")
 _FILE_RE = re.compile(r"^[\w.-]+\.(?:ya?ml|json|toml|ini|cfg|conf|env|py|js|mjs|ts|tsx|go|rs|java|kt|rb|php|sh|ps1|txt"
                       r"|md|lock|xml|html|css|sql|log|pem|crt|cer|key|pub|p12|pfx|jks|csv|tf|tfvars|gradle|properties)$")
@@ -89,41 +92,88 @@ def base64_text(value: str) -> str | None:
         return None
     if not all(c.isprintable() or c in "\n\t\r" for c in decoded):
         return None
-    if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}|^\s*[{\[]\s*\"|^%PDF|^<\?xml|^GIF8", decoded):
+    if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}|^\s*[{\[]\s*\"|^%PDF|^<\?xml|^GIF8|^[a-z]{3,}(?:[ _.-][a-z]{2,})*$", decoded):
         return decoded
     return None
 
 
 def _cue(text: str, start: int) -> str | None:
-    """``strong`` or ``weak`` when a word naming a secret stands shortly before ``start`` on its line."""
+    """``strong`` or ``weak`` when a word naming a secret stands shortly before ``start`` on its
+    line, with at most four words between ("the token that finally worked was …"), not more ("its
+    token instead of the app id …": the id is not the token)."""
     line_start = text.rfind("\n", 0, start) + 1
     window = text[max(line_start, start - _CUE_WINDOW) : start]
     found = None
     for match in _CUE_RE.finditer(window):
-        found = "weak" if match.group("weak") else "strong"
+        between = window[match.end():]
+        if len(_BETWEEN_WORD_RE.findall(between)) <= 4:
+            found = "weak" if match.group("weak") else "strong"
+            break
     return found
 
 
-def _digest_shaped(value: str, before: str) -> bool:
-    """Bare hex that commits and digests look like: 7–12 or 40 characters, or 32 / 64 beside a digest's name."""
-    core = value[2:] if value.lower().startswith("0x") else value
-    if value.lower().startswith("0x") and len(core) == 64:
-        return False  # a wallet's private key is written so; a transaction hash too, but "when in doubt"
-    return 7 <= len(core) <= 12 or len(core) == 40 or (len(core) in (32, 64) and bool(_DIGEST_WORD_RE.search(before)))
+# Words between a cue and its value: plain words (values, punctuation and connectors aside).
+_BETWEEN_WORD_RE = re.compile(r"(?<![^\s])[A-Za-z]{2,}(?![^\s:=,.])")
+# A tool's password argument (mysql -pX, sshpass -p X, redis-cli -a X, xfreerdp /p:X, keytool
+# -storepass X, net use … /user:u X is left to the rules): the value after the flag names itself.
+_TOOL_RE = re.compile(
+    r"(?i)\b(?:mysql\w*|mariadb|sshpass|redis-cli|docker\s+login|podman\s+login|xfreerdp|rdesktop|keytool|jarsigner"
+    r"|sqlcmd|bcp|psql|mongo(?:sh|dump|restore)?|htpasswd|smbclient|openssl|curl|wget|mosquitto_\w+|rabbitmqctl)\b")
+_TOOL_FLAG_RE = re.compile(
+    r"(?:^|\s)(?:-p|-P|-a|--pass(?:word|wd)?|--auth|-storepass|-keypass|-srcstorepass|-deststorepass|/p|/pass|-pw)"
+    r"(?:[=:]|\s+)?['\"]?$")
+# An authenticator's setup key written in groups ("jeep urt6 5i6t 3lb3 …") and recovery codes.
+_GROUPED_SEED_RE = re.compile(r"(?i)\b(?:[a-z2-7]{4}[ -]){3,}[a-z2-7]{4}\b")
+_CODE_CUE_RE = re.compile(r"(?i)(?:backup|recovery|2fa|mfa|one-time)[ _-]?codes?|恢复码|备用码|备用验证码|安全码")
+
+
+def _digest_shaped(value: str) -> bool:
+    """Bare hex of the lengths commits, digests and ids have: 7–12 (short commits), 16 (GPG key and
+    trace span ids), 32, 40 and 64 characters (``0x`` and 64 is how a wallet's private key is
+    written: not one of them)."""
+    if value.lower().startswith("0x"):
+        return False
+    return 7 <= len(value) <= 12 or len(value) in (16, 32, 40, 64)
 
 
 def _value_of(token: str) -> tuple[str, int]:
-    """The value part of ``name=value`` / ``name:value`` (its offset in the token), else the token."""
-    for separator in ("=", ":"):
-        name, found, value = token.partition(separator)
-        if found and value and re.fullmatch(r"[A-Za-z_][\w.-]{0,60}", name) and "//" not in value:
-            return value, len(name) + 1
-    return token, 0
+    """The value part of ``name=value`` / ``name:value`` / ``--flag=name:value`` (its offset in the
+    token), else the token."""
+    offset = 0
+    while True:
+        match = _NAME_PREFIX_RE.match(token, offset)
+        if not match or match.end() >= len(token) or "//" in token[match.end() : match.end() + 2]:
+            return token[offset:], offset
+        offset = match.end()
+
+
+def _public_shape(value: str, before: str) -> bool:
+    """Values whose shape or the characters just before say what they are: a digest with its
+    algorithm (``sha512-…``), a memory address or a status code (``0xC000006D``), a timestamp, a
+    template or variable reference (``{{ vault_secret }}``), a documented example key (AWS's
+    ``…EXAMPLE``), a file name, or base64 of plain text."""
+    if _ALGORITHM_PREFIX_RE.match(value) or _TIMESTAMP_RE.match(value) or "EXAMPLE" in value:
+        return True
+    if value.lower().startswith("0x") and len(value) != 66:
+        return True
+    if before.rstrip().endswith(("{{", "${", "%(", "{%", "<%=")) or _FILE_RE.match(value):
+        return True
+    from memories.redaction import encodes_plain_text
+
+    return encodes_plain_text(value)
 
 
 def candidates(text: str) -> list[tuple[int, int, str, str | None]]:
     """(start, end, value, cue) for each token of ``text`` the model should read."""
-    out = []
+    out: list[tuple[int, int, str, str | None]] = []
+    for match in _USERINFO_RE.finditer(text):  # the password of a URL's user information names itself
+        value = match.group("password")
+        if not is_reference(value):
+            out.append((match.start("password"), match.end("password"), value, "url"))
+    for match in _GROUPED_SEED_RE.finditer(text):
+        if _CUE_RE.search(text[max(0, match.start() - _CUE_WINDOW) : match.start()]) and any(
+                c.isdigit() for c in match.group()):
+            out.append((match.start(), match.end(), match.group(), "url"))
     for match in _CANDIDATE_RE.finditer(text):
         token = match.group().rstrip(_TRAILING)
         start = match.start()
@@ -135,15 +185,21 @@ def candidates(text: str) -> list[tuple[int, int, str, str | None]]:
         cue = _cue(text, start)
         if offset and cue is None and re.search(r"(?i)pass|pwd|secret|token|key|auth|cred", token[:offset]):
             cue = "strong"  # the value's own name
-        if len(value) < (MIN_LENGTH_CUED if cue else MIN_LENGTH) or "REDACTED" in value:
+        line_start = text.rfind("\n", 0, start) + 1
+        before = text[line_start:start]
+        if (_TOOL_FLAG_RE.search(before) or token[:offset].lower() in ("/p:", "/pass:")) and _TOOL_RE.search(before):
+            cue = "url" if any(c.isdigit() or not c.isalnum() for c in value) or len(value) >= 6 else cue
+        elif any(c.isdigit() for c in value) and _CODE_CUE_RE.search(text[max(line_start, start - _CUE_WINDOW) : start]):
+            cue = "url"  # a recovery or backup code: short, digits, and a secret whatever its shape
+        if len(value) < (4 if cue == "url" else MIN_LENGTH_CUED if cue else MIN_LENGTH) or "REDACTED" in value:
             continue
         if _PLAIN_RE.match(value) and not (cue == "strong" and _PASSPHRASE_RE.match(value)):
             continue
-        if is_reference(value) or "://" in value or _EMAIL_RE.match(value) or _FILE_RE.match(value):
+        if is_reference(value) or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start]):
             continue
         if value.startswith(("/", "./", "../", "~/", "\\", "$", "%", "@")) or _path_like(value) or _POD_RE.match(value):
             continue
-        if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value, text[max(0, start - 40) : start]))) \
+        if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value))) \
                 and cue != "strong":
             continue
         out.append((start, end, value, cue))
@@ -157,6 +213,9 @@ def find(text: str) -> list[Finding]:
         line_start = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", end)
         line = text[line_start : line_end if line_end != -1 else len(text)]
+        if cue == "url":
+            found.append(Finding(start, end, TAG, SCORE, "likeness"))
+            continue
         if cue != "strong" and (_public_anywhere(line, start - line_start, end - line_start)
                                 or _OBJECT_WORD_RE.search(text[max(line_start, start - 40) : start])):
             continue

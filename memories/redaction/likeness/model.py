@@ -15,6 +15,7 @@ directory by a digest of the examples; scoring is a dictionary lookup per featur
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import logging
@@ -35,14 +36,16 @@ _WORD_RE = re.compile(r"[A-Za-z]{3,}")
 _VERSION = 1  # bump when the features change: the cache key
 
 
-def _shape(char: str) -> str:
-    if char.islower():
-        return "a"
-    if char.isupper():
-        return "A"
-    if char.isdigit():
-        return "9"
-    return char if char.isascii() else "u"
+_SHAPE_TABLE = str.maketrans({**{c: "a" for c in "abcdefghijklmnopqrstuvwxyz"},
+                              **{c: "A" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}, **{c: "9" for c in "0123456789"}})
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+_CAMEL_RE = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])")
+_RUNS_RE = re.compile(r"(.)\1+")
+
+
+def _shape(token: str) -> str:
+    """``Summer2024!`` as ``Aaaaaa9999!``: small letters, capitals, digits; punctuation as itself."""
+    return _NON_ASCII_RE.sub("u", token.translate(_SHAPE_TABLE))
 
 
 def _bin(value: float, edges: tuple[float, ...]) -> int:
@@ -55,11 +58,11 @@ def _entropy(value: str) -> float:
 
 
 def _word_share(token: str, vocabulary: frozenset[str]) -> float:
-    covered = sum(len(w) for w in _WORD_RE.findall(token) if w.lower() in vocabulary)
-    # camelCase and snake_case words: split at case changes too.
-    for piece in re.findall(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])", token):
-        if piece.lower() in vocabulary and piece not in _WORD_RE.findall(token):
-            covered += len(piece)
+    """The share of the token's characters in dictionary words, camelCase split at case changes."""
+    words = _WORD_RE.findall(token)
+    covered = sum(len(w) for w in words if w.lower() in vocabulary)
+    whole = set(words)
+    covered += sum(len(p) for p in _CAMEL_RE.findall(token) if p not in whole and p.lower() in vocabulary)
     return min(1.0, covered / max(1, len(token)))
 
 
@@ -67,9 +70,9 @@ def features(token: str, vocabulary: frozenset[str]) -> list[str]:
     token = token[:MAX_LENGTH]
     padded = f"^{token}$"
     out = [f"c{n}:{padded[i:i + n]}" for n in (1, 2, 3) for i in range(len(padded) - n + 1)]
-    shape = "".join(_shape(c) for c in token)
+    shape = _shape(token)
     out += [f"s{n}:{shape[i:i + n]}" for n in (2, 3, 4, 5) for i in range(len(shape) - n + 1)]
-    collapsed = re.sub(r"(.)\1+", r"\1", shape)
+    collapsed = _RUNS_RE.sub(r"\1", shape)
     out.append(f"shape:{collapsed[:12]}")
     length = len(token)
     entropy_share = _entropy(token) / math.log2(min(max(length, 2), 64))
@@ -95,13 +98,27 @@ class LikenessModel:
     examples: int
 
     def score(self, token: str) -> float:
-        """The probability that ``token`` is a secret."""
+        """The probability that ``token`` is a secret (the last 4,096 tokens' scores are kept)."""
+        return _score(self, token)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def compute(self, token: str) -> float:
         found = set(features(token, self.vocabulary))
         if not found:
             return 0.0
         total = sum(self.weights.get(f, 0.0) for f in found) / math.sqrt(len(found))
         decision = self.intercept + total
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, decision))))
+
+
+@functools.lru_cache(maxsize=4096)
+def _score(model: LikenessModel, token: str) -> float:
+    return model.compute(token)
 
 
 def fit(tokens: list[str], labels: list[int], vocabulary: frozenset[str], *,

@@ -321,6 +321,32 @@ def shipped_texts() -> Iterator[str]:
             yield " ".join(str(row.get(k) or "") for k in ("content", "context", "resolution", "text"))
 
 
+_ACRONYMS = ("SHA256", "Http2", "HTTP", "OAuth2", "UTF8", "X509", "S3", "EC2", "K8s", "V2", "Api", "JSON", "Xml", "Db",
+              "Sql", "Tls", "Jwt", "Aes256", "Rsa", "Md5", "Base64", "Int64", "Uint8", "IPv6", "Grpc", "Io", "Url", "Id")
+
+
+def identifiers(rng: random.Random, words: list[str], count: int) -> Iterator[str]:
+    """Names in code: CamelCase and camelCase of words with acronyms and version digits
+    (``BCryptSHA256PasswordHasher``, ``getUserById2``), snake_case and dotted names with digits."""
+    for _ in range(count):
+        parts = [rng.choice(words).capitalize() for _ in range(rng.randint(2, 4))]
+        if rng.random() < 0.6:
+            parts.insert(rng.randrange(len(parts) + 1), rng.choice(_ACRONYMS))
+        kind = rng.random()
+        if kind < 0.45:
+            value = "".join(parts)
+        elif kind < 0.75:
+            value = parts[0].lower() + "".join(parts[1:])
+        elif kind < 0.9:
+            value = "_".join(p.lower() for p in parts)
+        else:
+            value = ".".join(p.lower() for p in parts[:3]) + str(rng.randint(1, 3))
+        if rng.random() < 0.3:
+            value += str(rng.randint(1, 64))
+        if not excluded(value):
+            yield value
+
+
 def public_values(rng: random.Random, words: list[str], count: int) -> Iterator[str]:
     """Technical values that are public: versions, dates, addresses, paths, pins, tags, pod names."""
     for _ in range(count):
@@ -360,6 +386,7 @@ def examples(seed: int = 45) -> tuple[list[str], list[int]]:
         ordinary.update(text_tokens(text))
     ordinary.update(stdlib_tokens(30000, rng))
     ordinary.update(public_values(rng, words, 6000))
+    ordinary.update(identifiers(rng, words, 6000))
     ordinary -= secrets
     tokens = sorted(secrets) + sorted(ordinary)
     labels = [1] * len(secrets) + [0] * len(ordinary)
