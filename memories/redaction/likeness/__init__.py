@@ -29,7 +29,7 @@ from memories.redaction.patterns import Finding, is_reference
 
 TAG = "REDACTED_CREDENTIAL"
 SCORE = 0.7  # below the rules that name what they found: where they agree, theirs is kept
-STRONG_CUE_SCORE = 0.5
+STRONG_CUE_SCORE = 0.35
 CUE_SCORE = 0.7
 BARE_SCORE = 0.9
 MIN_LENGTH = 8  # characters of a value with no cue

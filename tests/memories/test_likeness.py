@@ -1,0 +1,109 @@
+"""The learned secret-likeness score (memories/redaction/likeness): credentials named in an agent's
+own words are redacted whatever their shape, ordinary technical values stay readable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from memories.redaction import likeness, redact
+from memories.redaction.likeness.model import likeness_model
+
+TUNE = Path(__file__).resolve().parent.parent / "data" / "secret_sentences.jsonl"
+
+SECRETS = [
+    ("The deploy failed until I set the credential super$ecret in the CI settings", "super$ecret"),
+    ("The deploy failed until I set the credential d37a8b9e09642cb73cfcf4e1a9 in the CI settings",
+     "d37a8b9e09642cb73cfcf4e1a9"),
+    ("Auth kept returning 401; the token that finally worked was django-insecure-_du9e^cm0x!3@2kq",
+     "django-insecure-_du9e^cm0x!3@2kq"),
+    ("Fixed the webhook by switching the client config to d37a8b9e09642cb73cfcf4e1 and restarting",
+     "d37a8b9e09642cb73cfcf4e1"),
+    ("d37a8b9e09642cb73cfcf4e1 was rejected by the registry after the rotation", "d37a8b9e09642cb73cfcf4e1"),
+    ("Pasted Xk29fLq0Zp3Vb7NmQw81 into the runner's settings and the job went green", "Xk29fLq0Zp3Vb7NmQw81"),
+    ("mysql -u root -pS3cr3tPass! -h db.local", "S3cr3tPass!"),
+    ("redis-cli -h cache.local -a yangxin123 ping", "yangxin123"),
+    ('$cred = ConvertTo-SecureString "Pa55w0rd!2024" -AsPlainText -Force', "Pa55w0rd!2024"),
+    ("celery broker redis://:Redis2024!@cache.example.net:6379/0 kept dropping", "Redis2024!"),
+    ("2FA backup code 4038-8762 got me back into the registry account", "4038-8762"),
+    ("Authenticator setup key: jeep urt6 5i6t 3lb3 wrvr ykzr", "jeep urt6 5i6t 3lb3 wrvr ykzr"),
+    ("把令牌改成了 Zq8wLm2Rt5Yp 之后就好了", "Zq8wLm2Rt5Yp"),
+    ("恢复码：4e9b4-4ef70 0e5c6-f8ca6，已存到密码管理器", "4e9b4-4ef70"),
+    ("My KeePass master passphrase was correct-orbit-violet-quartz, changed it after the screen share",
+     "correct-orbit-violet-quartz"),
+]
+
+ORDINARY = [
+    "git checkout 3f2a9c1 and rebased onto 9fceb02d0ae598e95dc970b74767f19372d61af8",
+    "Request 123e4567-e89b-12d3-a456-426614174000 timed out after 30s",
+    "Upgraded to 4.2.17 and set $API_KEY from the vault; <token> stays a placeholder",
+    "Pinned the image to acme/worker@sha256:3f1f404cec8f31898de0d2f374a459383624924860f78793195675d785ade260",
+    "gpg: key 3AA5C34371567BD2: public key imported",
+    "echo aGVsbG8gZnJvbSBzdGFnaW5n | base64 -d prints 'hello from staging'",
+    "The JWT header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 only decodes to alg and typ",
+    "Windows returned 0x80070005 (E_ACCESSDENIED); run the installer elevated",
+    "tokenizer = AutoTokenizer.from_pretrained(\"bert-base-uncased\")",
+    "PASSWORD_HASHERS = ['django.contrib.auth.hashers.Argon2PasswordHasher']",
+    "Twilio message SM7762ee7f457d6c2e3498da055c833bd9 was undelivered with error 30007",
+    "The bot authenticated with its token instead of the app id 849a34e8-19af-4227-8525-aeead2782e99",
+    "SECRET_KEY={{ vault_django_secret }} is rendered by Ansible",
+    "Set password: ${DB_PASSWORD} in docker-compose.yml and define the real value in .env",
+    "Chrome crashed in pod web-7d9f8b6c4-x2x5z after the v1.29.3 upgrade",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), SECRETS)
+def test_a_credential_named_in_a_sentence_is_redacted(text, secret):
+    out = redact(text).text
+    assert secret not in out and "<REDACTED_CREDENTIAL>" in out, out
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_technical_values_stay(text):
+    assert [text[f.start : f.end] for f in likeness.find(text)] == []
+
+
+def test_the_score_separates_random_and_human_secrets_from_names_and_words():
+    model = likeness_model()
+    assert model.examples > 20000
+    for secret in ("Xk29fLq0Zp3Vb7NmQw81", "P@ssw0rd", "Winter#2024", "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"):
+        assert model.score(secret) >= 0.9, secret
+    for ordinary in ("README.md", "getUserById", "node_modules", "en_core_web_sm", "CHANGELOG", "pytest-xdist"):
+        assert model.score(ordinary) < 0.35, ordinary
+
+
+def test_a_cue_makes_a_modest_score_enough_and_its_absence_asks_for_a_high_one():
+    value = "hunter22x"
+    score = likeness_model().score(value)
+    assert likeness.STRONG_CUE_SCORE <= score < likeness.BARE_SCORE, score
+    assert likeness.find(f"the password that worked was {value}")
+    assert not likeness.find(f"we renamed the branch to {value} yesterday")
+
+
+def test_the_tuning_set_leaks_little_and_keeps_what_must_stay():
+    """The labelled tuning set (tests/data/secret_sentences.jsonl, the thresholds were chosen on
+    it): at most 6 % of its credentials come back, at most 10 % of its kept values are lost."""
+    rows = [json.loads(line) for line in TUNE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    outputs = [redact(row["text"]).text for row in rows]
+    secrets = [(s, out) for row, out in zip(rows, outputs, strict=True) for s in row["secrets"]]
+    kept = [(v, out) for row, out in zip(rows, outputs, strict=True) for v in row["keep"]]
+    leaked = sum(1 for secret, out in secrets if secret in out)
+    lost = sum(1 for value, out in kept if value not in out)
+    assert leaked / len(secrets) <= 0.06, leaked
+    assert lost / len(kept) <= 0.10, lost
+
+
+@pytest.mark.django_db
+def test_a_credential_in_an_uploaded_lesson_never_comes_back_from_the_details_call(api, reader_api):
+    content = "Deploy kept failing with 401 until I set the credential super$ecret in the CI settings"
+    resolution = "The token that finally worked was django-insecure-_du9e^cm0x!3@2kq; commit 3f2a9c1 has the fix"
+    response = api.post(reverse("memory-upload"), {"content": content, "resolution": resolution}, format="json")
+    assert response.status_code == 201, response.content
+    details = reader_api.post(reverse("memory-details"), {"ids": [response.json()["id"]]}, format="json")
+    record = details.json()["memories"][0]
+    text = record["content"] + record["resolution"]
+    assert "super$ecret" not in text and "django-insecure" not in text
+    assert "3f2a9c1" in text and "401" in text
