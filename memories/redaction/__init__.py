@@ -7,7 +7,8 @@ identifiers (``patterns.py``), password hashes and crypt strings (``hashes.py``)
 bodies cut from their ``BEGIN`` line (``keys.py``), secrets named in a sentence after a cue word
 (``prose.py``), the ``detect-secrets`` library's vendor and keyword detectors (``detectors.py``),
 the vendor token shapes of Kingfisher's maintained rule catalogue (``vendors.py``), high-entropy
-values where secrets are put and random-beyond-doubt tokens anywhere (``entropy.py``), phone,
+values where secrets are put and random-beyond-doubt tokens anywhere (``entropy.py``), a learned
+secret-likeness score for any value, read with the cue words around it (``likeness``), phone,
 card and IBAN numbers (``numbers.py``), Chinese identifiers (``chinese.py``), and Presidio (spaCy
 NER for names, with ``names.py``'s guards and cues; e-mail, phone, card, IBAN, IP and SSN
 recognizers). Recall comes first: when a detector is in doubt, the text is redacted —

@@ -78,7 +78,30 @@ def training_rows(paths: list[Path] | None = None) -> list[dict]:
             if row.get("label") not in ("attack", "benign"):
                 raise ValueError(f"{path.name}:{number}: label must be attack or benign")
             rows.append(row)
-    return rows
+    return rows + framed(rows)
+
+
+# What the hub's own session extraction writes around a lesson (ingestion/judgements/lessons.py): the
+# user's confirmation in the context, numbered steps in the resolution. Those words are the hub's,
+# not the writer's; a quarter of the examples of both labels are repeated inside them so that the
+# framing says nothing about the label (without it, long extracted lessons read as orders).
+_FRAMINGS = (("confirmed by the user: {context}", "Steps that worked: 1. {resolution}"),
+             ("confirmed by the user: that fixed it, thanks", "{resolution}"),
+             ("{context}", "Steps that worked: 1. {resolution}; 2. re-ran the failing step"))
+
+
+def framed(rows: list[dict]) -> list[dict]:
+    out = []
+    for index, row in enumerate(rows):
+        if index % 4:
+            continue
+        context_form, resolution_form = _FRAMINGS[(index // 4) % len(_FRAMINGS)]
+        context = row.get("context") or "works now"
+        resolution = row.get("resolution") or row.get("content") or ""
+        out.append({**row, "id": f"{row.get('id', index)}-framed",
+                    "context": context_form.format(context=context),
+                    "resolution": resolution_form.format(resolution=resolution)})
+    return out
 
 
 # Hosts and addresses are left to the rules and the allow-list: written examples name attacker hosts
