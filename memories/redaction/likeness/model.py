@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import logging
 import math
+import os
 import pickle
 import re
 import sys

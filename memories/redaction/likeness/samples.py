@@ -27,7 +27,6 @@ import json
 import random
 import re
 import string
-import sys
 import sysconfig
 import tokenize
 from collections.abc import Iterator
@@ -47,10 +46,8 @@ def excluded(token: str) -> bool:
 # --- sampling a regular expression ------------------------------------------------------------------
 
 def _parser():
-    try:
-        import re._parser as parser  # Python 3.11+
-    except ImportError:  # pragma: no cover
-        import sre_parse as parser  # type: ignore[no-redef]
+    import re._parser as parser  # the standard library's regular-expression parser (Python 3.11+)
+
     return parser
 
 
@@ -392,10 +389,3 @@ def examples(seed: int = 45) -> tuple[list[str], list[int]]:
     labels = [1] * len(secrets) + [0] * len(ordinary)
     return tokens, labels
 
-
-if __name__ == "__main__":  # a look at the examples: python -m memories.redaction.likeness.samples
-    found, marks = examples()
-    print(f"{sum(marks)} secrets, {len(marks) - sum(marks)} ordinary tokens", file=sys.stderr)
-    sample = random.Random(1).sample(range(len(found)), 40)
-    for index in sample:
-        print(marks[index], found[index])
