@@ -21,6 +21,7 @@ nearer.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from memories.redaction.entropy import _path_like, _public_anywhere
@@ -97,22 +98,8 @@ def base64_text(value: str) -> str | None:
     return None
 
 
-def _cue(text: str, start: int) -> str | None:
-    """``strong`` or ``weak`` when a word naming a secret stands shortly before ``start`` on its
-    line, with at most four words between ("the token that finally worked was …"), not more ("its
-    token instead of the app id …": the id is not the token)."""
-    line_start = text.rfind("\n", 0, start) + 1
-    window = text[max(line_start, start - _CUE_WINDOW) : start]
-    found = None
-    for match in _CUE_RE.finditer(window):
-        between = window[match.end():]
-        if len(_BETWEEN_WORD_RE.findall(between)) <= 4:
-            found = "weak" if match.group("weak") else "strong"
-            break
-    return found
-
-
 # Words between a cue and its value: plain words (values, punctuation and connectors aside).
+_OWN_NAME_RE = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred")
 _BETWEEN_WORD_RE = re.compile(r"(?<![^\s])[A-Za-z]{2,}(?![^\s:=,.])")
 # A tool's password argument (mysql -pX, sshpass -p X, redis-cli -a X, xfreerdp /p:X, keytool
 # -storepass X, net use … /user:u X is left to the rules): the value after the flag names itself.
@@ -163,6 +150,25 @@ def _public_shape(value: str, before: str) -> bool:
     return encodes_plain_text(value)
 
 
+def _cues(text: str) -> list[tuple[int, int, str]]:
+    """Every cue of ``text``, once: (start, end, ``strong`` / ``weak``)."""
+    return [(m.start(), m.end(), "weak" if m.group("weak") else "strong") for m in _CUE_RE.finditer(text)]
+
+
+def _cue_before(text: str, cues: list[tuple[int, int, str]], starts: list[int], start: int) -> str | None:
+    """The cue that binds the value at ``start``: on its line, within the window, with at most
+    four plain words between ("the token that finally worked was …", not "its token instead of
+    the app id …")."""
+    line_start = text.rfind("\n", 0, start) + 1
+    low = max(line_start, start - _CUE_WINDOW)
+    for _cue_start, cue_end, kind in cues[bisect.bisect_left(starts, low):]:
+        if cue_end > start:
+            break
+        if len(_BETWEEN_WORD_RE.findall(text, cue_end, start)) <= 4:
+            return kind
+    return None
+
+
 def candidates(text: str) -> list[tuple[int, int, str, str | None]]:
     """(start, end, value, cue) for each token of ``text`` the model should read."""
     out: list[tuple[int, int, str, str | None]] = []
@@ -170,37 +176,38 @@ def candidates(text: str) -> list[tuple[int, int, str, str | None]]:
         value = match.group("password")
         if not is_reference(value):
             out.append((match.start("password"), match.end("password"), value, "url"))
+    cues = _cues(text)
+    starts = [c[0] for c in cues]
     for match in _GROUPED_SEED_RE.finditer(text):
-        if _CUE_RE.search(text[max(0, match.start() - _CUE_WINDOW) : match.start()]) and any(
-                c.isdigit() for c in match.group()):
+        if _cue_before(text, cues, starts, match.start()) and any(c.isdigit() for c in match.group()):
             out.append((match.start(), match.end(), match.group(), "url"))
     for match in _CANDIDATE_RE.finditer(text):
         token = match.group().rstrip(_TRAILING)
-        start = match.start()
-        if _PINNED_RE.search(token):
-            continue  # an image or a package pinned by its digest: grafana/grafana@sha256:…
+        if len(token) < 4 or "REDACTED" in token or _PINNED_RE.search(token):
+            continue  # too short to be anything, a marker, or an image pinned by its digest (…@sha256:…)
         value, offset = _value_of(token)
-        start += offset
+        start = match.start() + offset
         end = start + len(value)
-        cue = _cue(text, start)
-        if offset and cue is None and re.search(r"(?i)pass|pwd|secret|token|key|auth|cred", token[:offset]):
+        if len(value) < 4 or (_PLAIN_RE.match(value) and not _PASSPHRASE_RE.match(value)):
+            continue
+        cue = _cue_before(text, cues, starts, start) if cues else None
+        if offset and cue is None and _OWN_NAME_RE.search(token[:offset]):
             cue = "strong"  # the value's own name
         line_start = text.rfind("\n", 0, start) + 1
         before = text[line_start:start]
         if (_TOOL_FLAG_RE.search(before) or token[:offset].lower() in ("/p:", "/pass:")) and _TOOL_RE.search(before):
             cue = "url" if any(c.isdigit() or not c.isalnum() for c in value) or len(value) >= 6 else cue
-        elif any(c.isdigit() for c in value) and _CODE_CUE_RE.search(text[max(line_start, start - _CUE_WINDOW) : start]):
+        elif _CODE_CUE_RE.search(text, max(line_start, start - _CUE_WINDOW), start) and any(c.isdigit() for c in value):
             cue = "url"  # a recovery or backup code: short, digits, and a secret whatever its shape
-        if len(value) < (4 if cue == "url" else MIN_LENGTH_CUED if cue else MIN_LENGTH) or "REDACTED" in value:
+        if len(value) < (4 if cue == "url" else MIN_LENGTH_CUED if cue else MIN_LENGTH):
             continue
-        if _PLAIN_RE.match(value) and not (cue == "strong" and _PASSPHRASE_RE.match(value)):
-            continue
+        if _PLAIN_RE.match(value) and cue != "strong":
+            continue  # a run of words is a passphrase only where a cue names one
         if is_reference(value) or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start]):
             continue
         if value.startswith(("/", "./", "../", "~/", "\\", "$", "%", "@")) or _path_like(value) or _POD_RE.match(value):
             continue
-        if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value))) \
-                and cue != "strong":
+        if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value))) and cue != "strong":
             continue
         out.append((start, end, value, cue))
     return out
