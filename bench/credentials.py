@@ -65,7 +65,7 @@ def main() -> None:
     from memories.redaction.policy import Occasion, redact_for
 
     if args.without_likeness:
-        likeness.find = lambda text: []  # type: ignore[assignment]
+        likeness.find = lambda text, **_: []  # type: ignore[assignment]
 
     redact_for(Occasion.MEMORY, ["warm-up: password hunter2x"])
     results: dict = {}

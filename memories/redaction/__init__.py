@@ -68,7 +68,7 @@ def _pattern_findings(text: str) -> list[Finding]:
     found.extend(detectors.find(text))
     found.extend(vendors.find(text))
     found.extend(entropy.find(text))
-    found.extend(likeness.find(text))
+    found.extend(likeness.find(text, holds_secret=lambda decoded: bool(_pattern_findings(decoded))))
     found.extend(numbers.phones(text))
     found.extend(numbers.cards(text))
     found.extend(numbers.ibans(text))

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
-from memories.redaction.entropy import _path_like, _public_anywhere
+from memories.redaction.entropy import _UUID_RE, _path_like, _public_anywhere
 from memories.redaction.likeness.model import likeness_model
 from memories.redaction.patterns import Finding, is_reference
 
@@ -54,7 +55,6 @@ _CUE_RE = re.compile(
     rf"|(?P<cjk>{_CJK_CUE})")  # a cue that ends a name (DB_PASSWORD), not one inside it (PASSWORD_HASHERS, key_id)
 _CUE_WINDOW = 48  # characters before a value where a cue counts
 _HEX_RE = re.compile(r"^(?:0x)?[0-9a-fA-F]+$")
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 # Values that are plain words, numbers or identifiers made of words: never scored.
 _PLAIN_RE = re.compile(r"^(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|\d+(?:[.,]\d+)*|[a-z]+(?:[_-][a-z]+)+|[A-Z]+(?:_[A-Z]+)+)$")
 # Kubernetes pod and replica set names: a deployment's name, a template hash, a random suffix.
@@ -134,20 +134,20 @@ def _value_of(token: str) -> tuple[str, int]:
         offset = match.end()
 
 
-def _public_shape(value: str, before: str) -> bool:
+def _public_shape(value: str, before: str, holds_secret: Callable[[str], bool] | None) -> bool:
     """Values whose shape or the characters just before say what they are: a digest with its
     algorithm (``sha512-…``), a memory address or a status code (``0xC000006D``), a timestamp, a
     template or variable reference (``{{ vault_secret }}``), a documented example key (AWS's
-    ``…EXAMPLE``), a file name, or base64 of plain text."""
+    ``…EXAMPLE``), a file name, or base64 of plain text (unless ``holds_secret`` finds a secret in
+    what it encodes)."""
     if _ALGORITHM_PREFIX_RE.match(value) or _TIMESTAMP_RE.match(value) or "EXAMPLE" in value:
         return True
     if value.lower().startswith("0x") and len(value) != 66:
         return True
     if before.rstrip().endswith(("{{", "${", "%(", "{%", "<%=")) or _FILE_RE.match(value):
         return True
-    from memories.redaction import encodes_plain_text
-
-    return encodes_plain_text(value)
+    decoded = base64_text(value)
+    return decoded is not None and not (holds_secret and holds_secret(decoded))
 
 
 def _cues(text: str) -> list[tuple[int, int, str]]:
@@ -169,8 +169,9 @@ def _cue_before(text: str, cues: list[tuple[int, int, str]], starts: list[int], 
     return None
 
 
-def candidates(text: str) -> list[tuple[int, int, str, str | None]]:
-    """(start, end, value, cue) for each token of ``text`` the model should read."""
+def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[tuple[int, int, str, str | None]]:
+    """(start, end, value, cue) for each token of ``text`` the model should read; ``holds_secret``:
+    whether a text holds a secret, for what base64 of plain text encodes (the package's detectors)."""
     out: list[tuple[int, int, str, str | None]] = []
     for match in _USERINFO_RE.finditer(text):  # the password of a URL's user information names itself
         value = match.group("password")
@@ -203,7 +204,7 @@ def candidates(text: str) -> list[tuple[int, int, str, str | None]]:
             continue
         if _PLAIN_RE.match(value) and cue != "strong":
             continue  # a run of words is a passphrase only where a cue names one
-        if is_reference(value) or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start]):
+        if is_reference(value) or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start], holds_secret):
             continue
         if value.startswith(("/", "./", "../", "~/", "\\", "$", "%", "@")) or _path_like(value) or _POD_RE.match(value):
             continue
@@ -213,10 +214,10 @@ def candidates(text: str) -> list[tuple[int, int, str, str | None]]:
     return out
 
 
-def find(text: str) -> list[Finding]:
+def find(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[Finding]:
     model = likeness_model()
     found: list[Finding] = []
-    for start, end, value, cue in candidates(text):
+    for start, end, value, cue in candidates(text, holds_secret):
         line_start = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", end)
         line = text[line_start : line_end if line_end != -1 else len(text)]
