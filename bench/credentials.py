@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import ROOT, django_setup, print_table, write_results  # noqa: E402
 
-SETS = {"tune": ROOT / "tests/data/secret_sentences.jsonl", "fresh": ROOT / "tests/data/secret_sentences_fresh.jsonl"}
+SETS = {"tune": ROOT / "tests/data/secret_sentences.jsonl", "fresh": ROOT / "tests/data/secret_sentences_fresh.jsonl",
+        "fresh3": ROOT / "tests/data/secret_sentences_fresh3.jsonl"}
 
 
 def leaked(secret: str, output: str) -> bool:
@@ -54,7 +55,7 @@ def measure(rows: list[dict], outputs: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="tune,fresh")
+    parser.add_argument("--sets", default="tune,fresh,fresh3")
     parser.add_argument("--misses", choices=["tune"], default=None, help="list the tuning set's leaks and losses")
     parser.add_argument("--without-likeness", action="store_true",
                         help="the detectors as they were before the learned secret-likeness score")

@@ -36,6 +36,7 @@ from memories.redaction import (
     keys,
     likeness,
     names,
+    naming,
     numbers,
     patterns,
     presidio_engine,
@@ -87,7 +88,11 @@ def _people(text: str, findings: list[Finding]) -> list[Finding]:
 
 # The password and host of a URL's user information read as an e-mail address ("pass@db.example.net");
 # the credential rules redact the password, the host stays readable.
-_USERINFO_BEFORE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:$")
+_USERINFO_BEFORE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:[^\s/@]*$")
+
+
+# Detectors that guess from randomness or a cue word; the sentence's own name for the value overrules them.
+_GUESSES = frozenset({"entropy", "likeness", "prose", "detect-secrets"})
 
 
 def _dropped(text: str, finding: Finding) -> bool:
@@ -96,6 +101,10 @@ def _dropped(text: str, finding: Finding) -> bool:
     if finding.tag == "PERSON":
         return False
     value = text[finding.start : finding.end]
+    if naming.documented_example(value):
+        return True
+    if finding.source in _GUESSES and naming.named_public(text, finding.start, value):
+        return True
     return encodes_plain_text(value)
 
 
@@ -106,11 +115,24 @@ def encodes_plain_text(value: str) -> bool:
     return decoded is not None and not _pattern_findings(decoded)
 
 
+def _widest_credentials(findings: list[Finding]) -> list[Finding]:
+    """Drop a generic credential finding that lies inside a wider one: the first word of a
+    passphrase found by a cue rule gives way to the whole phrase, whatever their scores."""
+    generic = sorted((f for f in findings if f.tag == likeness.TAG), key=lambda f: (f.start, -f.end))
+    inside: set[int] = set()
+    reach_end = -1
+    for finding in generic:
+        if finding.end <= reach_end:
+            inside.add(id(finding))
+        reach_end = max(reach_end, finding.end)
+    return [f for f in findings if id(f) not in inside] if inside else findings
+
+
 def _resolve(text: str, findings: list[Finding]) -> list[Finding]:
     """Keep non-overlapping findings: highest score first, then the longest."""
     markers = [m.span() for m in _MARKER_RE.finditer(text)]
     kept: list[Finding] = []
-    findings = [f for f in findings if not _dropped(text, f)]
+    findings = _widest_credentials([f for f in findings if not _dropped(text, f)])
     for finding in sorted(findings, key=lambda f: (-f.score, -(f.end - f.start), f.start)):
         if any(finding.start < e and s < finding.end for s, e in markers):
             continue  # never re-redact (part of) an existing marker

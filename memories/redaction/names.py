@@ -152,7 +152,7 @@ def plausible(text: str) -> bool:
 
 
 @functools.cache
-def _stop_words() -> frozenset[str]:
+def stop_words() -> frozenset[str]:
     """spaCy's English stop words, imported on first use: importing spaCy costs a second and
     40 MiB that commands which never redact (``manage.py check``, migrations) need not pay."""
     from spacy.lang.en.stop_words import STOP_WORDS
@@ -166,7 +166,7 @@ def _ok(name: str, *, lower_case: bool = False) -> bool:
         return False
     if lower_case:  # after "my name is", names may be written in lower case
         # ...but "asked for reproducible builds", "told me", "name: db-credentials" hold no name.
-        if any(w.lower() in _stop_words() for w in words) or any(c in name for c in "-_/.:"):
+        if any(w.lower() in stop_words() for w in words) or any(c in name for c in "-_/.:"):
             return False
         return plausible(" ".join(w[:1].upper() + w[1:] for w in words))
     return plausible(name)
@@ -209,7 +209,7 @@ def cue_names(text: str) -> list[Finding]:
             name = match.group("name")
             # Trim trailing words that are function words ("Rubija and" -> "Rubija").
             words = name.split()
-            while words and (words[-1].lower() in _STOP or words[-1].lower() in _stop_words()):
+            while words and (words[-1].lower() in _STOP or words[-1].lower() in stop_words()):
                 words.pop()
             if not words:
                 continue

@@ -195,6 +195,8 @@ RULES: list[Rule] = [
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.DOTALL)),
     Rule("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]*)?"),
          validate=_valid_jwt),
+    # Django's generated SECRET_KEY (startproject): its alphabet has brackets and "=", which split tokens.
+    Rule("DJANGO_SECRET_KEY", re.compile(r"django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{20,}"), needs="django-insecure-"),
     # --- LLM providers ----------------------------------------------------------------------
     Rule("LLM_API_KEY", re.compile(r"(?<![A-Za-z0-9])sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}")),
     # OpenAI's own prefixes carry the "T3BlbkFJ" marker; plain sk- keys (DashScope, DeepSeek,
@@ -224,6 +226,8 @@ RULES: list[Rule] = [
     Rule("AWS_SECRET_KEY", re.compile(
         r"(?i)aws.{0,20}?(?:secret|private|access).{0,20}?[=:]\s*[\"']?(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),
         group="value"),
+    # Alibaba Cloud's AccessKey ID: like AWS's, half of a key pair that detectors report.
+    Rule("ALIBABA_ACCESS_KEY", re.compile(r"(?<![A-Za-z0-9])LTAI[A-Za-z0-9]{12,28}(?![A-Za-z0-9])")),
     Rule("GOOGLE_API_KEY", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     Rule("AZURE_KEY", re.compile(r"(?i)AccountKey=(?P<value>[A-Za-z0-9+/=]{40,})"), group="value"),
     Rule("CLOUD_CREDENTIAL", re.compile(r"https?://api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/(?P<value>[a-z0-9]{64})\b"),

@@ -32,8 +32,8 @@ POSITIVES = [
     ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "GITHUB_TOKEN"),
     ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU", "GITHUB_TOKEN"),
     ("glpat-hellOworld380_testin", "GITLAB_TOKEN"),
-    ("AKIAIOSFODNN7EXAMPLE in the env", "AWS_ACCESS_KEY"),
-    ('aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"', "AWS_SECRET_KEY"),
+    ("AKIAZ7Q2XKLMN3PRST4V in the env", "AWS_ACCESS_KEY"),
+    ('aws_secret_access_key = "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"', "AWS_SECRET_KEY"),
     ("maps key AIzaSyA1234567890abcdefghijklmnopqrstuv", "GOOGLE_API_KEY"),
     ("xoxb-1234567890-abcdefghijkl", "SLACK_TOKEN"),
     ("sk_live_ReTllpYQYfIZu2Jnf2lAPFjD", "STRIPE_KEY"),
@@ -447,7 +447,7 @@ def test_each_occasion_redacts_as_its_policy_says():
     from memories.redaction.policy import POLICIES, Occasion, redact_for
 
     assert set(POLICIES) == set(Occasion)  # every occasion has a policy
-    text = "Alice Johnson rotated the key AKIAIOSFODNN7EXAMPLE yesterday"
+    text = "Alice Johnson rotated the key AKIAZ7Q2XKLMN3PRST4V yesterday"
     memory, archive, hub = (redact_for(occasion, [text])[0].text
                             for occasion in (Occasion.MEMORY, Occasion.ARCHIVE, Occasion.HUB_TEXT))
     assert "AKIA" not in memory and "AKIA" not in archive and "AKIA" not in hub

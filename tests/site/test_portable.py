@@ -161,7 +161,7 @@ def test_secrets_planted_in_an_imported_file_never_reach_the_database(settings, 
     populate(settings)
     lines = _export(tmp_path / "hub.jsonl")
     knowledge_wipe()
-    key = "AKIAIOSFODNN7EXAMPLE"
+    key = "AKIAZ7Q2XKLMN3PRST4V"
     password = "hunter2-Sup3r-S3cret!"
     memory = next(line for line in lines if line["kind"] == "memory")
     planted = {**memory, "content": f"deploy failed; aws_access_key_id={key}",

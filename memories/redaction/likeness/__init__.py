@@ -27,10 +27,12 @@ from collections.abc import Callable
 
 from memories.redaction.entropy import _UUID_RE, _path_like, _public_anywhere
 from memories.redaction.likeness.model import likeness_model
+from memories.redaction.naming import named_secret
 from memories.redaction.patterns import Finding, is_reference
 
 TAG = "REDACTED_CREDENTIAL"
 SCORE = 0.7  # below the rules that name what they found: where they agree, theirs is kept
+PHRASE_SCORE = 0.8
 STRONG_CUE_SCORE = 0.35
 CUE_SCORE = 0.7
 BARE_SCORE = 0.9
@@ -62,6 +64,7 @@ _POD_RE = re.compile(r"^[a-z][a-z0-9-]*-[0-9a-f]{8,10}-[a-z0-9]{5}$")
 # A passphrase of dictionary words after a cue that names one: "correct-orbit-violet-quartz".
 _PASSPHRASE_RE = re.compile(r"^[a-z]{3,}(?:[-_.][a-z]{3,}){2,}$")
 _USERINFO_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:(?P<password>[^\s/@]{3,})@[^\s/@]")
+_SWITCH_RE = re.compile(r"/[A-Za-z]{1,10}:(?!/)")
 _NAME_PREFIX_RE = re.compile(r"-{0,2}[A-Za-z_][\w.-]{0,60}[=:]")
 _ALGORITHM_PREFIX_RE = re.compile(r"(?i)^(?:sha\d*|md5|blake2[bs]?|h1|xxh\d*)[-:]")
 _TIMESTAMP_RE = re.compile(r"^\d{8}T\d{4,6}Z?$|^\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-]\d{2}:?\d{2})?$")
@@ -104,14 +107,66 @@ _BETWEEN_WORD_RE = re.compile(r"(?<![^\s])[A-Za-z]{2,}(?![^\s:=,.])")
 # A tool's password argument (mysql -pX, sshpass -p X, redis-cli -a X, xfreerdp /p:X, keytool
 # -storepass X, net use … /user:u X is left to the rules): the value after the flag names itself.
 _TOOL_RE = re.compile(
-    r"(?i)\b(?:mysql\w*|mariadb|sshpass|redis-cli|docker\s+login|podman\s+login|xfreerdp|rdesktop|keytool|jarsigner"
+    r"(?i)\b(?:mysql\w*|mariadb|sshpass|ssh-keygen|ldap(?:search|modify|add|delete|whoami|passwd)|redis-cli|docker\s+login|podman\s+login|xfreerdp|rdesktop|keytool|jarsigner"
     r"|sqlcmd|bcp|psql|mongo(?:sh|dump|restore)?|htpasswd|smbclient|openssl|curl|wget|mosquitto_\w+|rabbitmqctl)\b")
 _TOOL_FLAG_RE = re.compile(
-    r"(?:^|\s)(?:-p|-P|-a|--pass(?:word|wd)?|--auth|-storepass|-keypass|-srcstorepass|-deststorepass|/p|/pass|-pw)"
+    r"(?:^|\s)(?:-p|-P|-a|-w|--pass(?:word|wd)?|--auth|-storepass|-keypass|-srcstorepass|-deststorepass|/p|/pass|-pw)"
     r"(?:[=:]|\s+)?['\"]?$")
 # An authenticator's setup key written in groups ("jeep urt6 5i6t 3lb3 …") and recovery codes.
+# A value right before the words that name it: "used Adm1n as its password", "X is the passphrase".
+_CUE_AFTER_RE = re.compile(
+    r"(?i)\s+(?:as|is|was|being)\s+(?:(?:its|the|their|his|her|my|our|your|a|an)\s+)?(?:[a-z]+\s+)?"
+    r"(?:pass(?:word|phrase|code)|pin|secret|token|api\s+key)\b|\s*(?:是|作为|当作)(?:\S{0,6})?(?:密码|口令|密钥|令牌)")
+# A passphrase of words written with spaces after the word that names it: "passphrase for the GPG
+# key: falcon meadow otter", "the password is correct horse battery staple", "助记词是 abandon …".
+_PASSPHRASE_RUN_RE = re.compile(
+    r"(?i)(?:\b(?:pass[ -]?phrase|password|passwd|mnemonic|seed[ -]phrase|recovery[ -]phrase|wi-?fi[ -]password)s?"
+    r"(?:\s+(?:for|of|on)\s+(?:the\s+|my\s+|our\s+|this\s+)?[\w.-]+(?:\s+[\w.-]+){0,2}?)?"
+    r"(?:\s*(?:[:=]|\bis\b|\bwas\b|\bare\b)\s*|\s+(?=[a-z]+\s+[a-z]+\s+[a-z]+))"
+    r"|(?:密码|口令|助记词|密语)\s*(?:是|为|：|:)?\s*)"
+    r"[\"'“`]?(?P<run>[a-z]{3,12}(?:[ -][a-z]{2,12}){2,23})")
+_PHRASE_CUE_RE = re.compile(r"(?i)phrase|mnemonic|助记词|密语")
+_CLAUSE_END_AFTER_RE = re.compile(r"\s*(?:[.,;:!?)\"'”`，。；]|$)")
+
+
+def _passphrase(match: re.Match[str], text: str) -> str | None:
+    """The words of a passphrase after its cue: three or more, none a stop word ("the password is
+    stored in the vault" names none). After "password" the words must end the clause ("the Wi-Fi
+    password is: maple orbit tulip."); after "passphrase" or "mnemonic" they need not."""
+    from memories.redaction.names import stop_words
+
+    words: list[str] = []
+    for word in re.split(r"([ -])", match.group("run")):
+        if word in (" ", "-"):
+            words.append(word)
+            continue
+        if word.lower() in stop_words():
+            break
+        words.append(word)
+    run = "".join(words).rstrip(" -")
+    if len(re.findall(r"[a-z]+", run)) < 3 or is_reference(run):
+        return None
+    end = match.start("run") + len(run)
+    if not _PHRASE_CUE_RE.search(match.group()) and not _CLAUSE_END_AFTER_RE.match(text, end):
+        return None
+    return run
+_QUOTED_ARGUMENT_RE = re.compile(
+    r"(?:^|\s)(?:-p|-P|-N|-a|-w|--pass(?:word|wd|phrase)?|-storepass|-keypass|-pw)[=\s]?\s*(?P<q>[\"'])(?P<value>[^\"'\n]{3,80})(?P=q)")
+_SECURE_STRING_RE = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?['\"]?$")
 _GROUPED_SEED_RE = re.compile(r"(?i)\b(?:[a-z2-7]{4}[ -]){3,}[a-z2-7]{4}\b")
 _CODE_CUE_RE = re.compile(r"(?i)(?:backup|recovery|2fa|mfa|one-time)[ _-]?codes?|恢复码|备用码|备用验证码|安全码")
+
+
+def _in_code_list(text: str, line_start: int, start: int) -> bool:
+    """Does a backup or recovery code cue stand before ``start`` in the same clause ("recovery codes:
+    e37b4-700fd a3bc5-2d67d f955e-0e0b5" — every code of the list, however long it runs)?"""
+    for match in _CODE_CUE_RE.finditer(text, line_start, start):
+        if not _CLAUSE_END_RE.search(text, match.end(), start):
+            return True
+    return False
+
+
+_CLAUSE_END_RE = re.compile(r"[;。；]|\.\s")
 
 
 def _digest_shaped(value: str) -> bool:
@@ -127,6 +182,9 @@ def _value_of(token: str) -> tuple[str, int]:
     """The value part of ``name=value`` / ``name:value`` / ``--flag=name:value`` (its offset in the
     token), else the token."""
     offset = 0
+    switch = _SWITCH_RE.match(token)  # a Windows tool's switch: xfreerdp /p:…, net use /user:…
+    if switch and switch.end() < len(token):
+        return token[switch.end():], switch.end()
     while True:
         match = _NAME_PREFIX_RE.match(token, offset)
         if not match or match.end() >= len(token) or "//" in token[match.end() : match.end() + 2]:
@@ -179,6 +237,14 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             out.append((match.start("password"), match.end("password"), value, "url"))
     cues = _cues(text)
     starts = [c[0] for c in cues]
+    for match in _PASSPHRASE_RUN_RE.finditer(text):
+        run = _passphrase(match, text)
+        if run:
+            out.append((match.start("run"), match.start("run") + len(run), run, "phrase"))
+    for match in _QUOTED_ARGUMENT_RE.finditer(text):  # ssh-keygen -P "old horse battery", mysql -p'…'
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if _TOOL_RE.search(text, line_start, match.start()) and not is_reference(match.group("value")):
+            out.append((match.start("value"), match.end("value"), match.group("value"), "phrase"))
     for match in _GROUPED_SEED_RE.finditer(text):
         if _cue_before(text, cues, starts, match.start()) and any(c.isdigit() for c in match.group()):
             out.append((match.start(), match.end(), match.group(), "url"))
@@ -189,26 +255,33 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
         value, offset = _value_of(token)
         start = match.start() + offset
         end = start + len(value)
-        if len(value) < 4 or (_PLAIN_RE.match(value) and not _PASSPHRASE_RE.match(value)):
-            continue
+        if len(value) < 4 or (_PLAIN_RE.match(value) and not _PASSPHRASE_RE.match(value) and not (
+                value.isdigit() and _CODE_CUE_RE.search(text, max(0, start - _CUE_WINDOW), start))):
+            continue  # plain words and numbers, except the digits of a backup code
         cue = _cue_before(text, cues, starts, start) if cues else None
+        if cue != "strong" and (cue or _HEX_RE.match(value) or _UUID_RE.match(value)) and named_secret(text, start):
+            cue = "strong"  # the noun the value stands for is a credential's: "the HMAC key 3f2a…"
+        if cue is None and _CUE_AFTER_RE.match(text, end):
+            cue = "url"  # named a password right after: "used Adm1n as its password"
         if offset and cue is None and _OWN_NAME_RE.search(token[:offset]):
             cue = "strong"  # the value's own name
         line_start = text.rfind("\n", 0, start) + 1
         before = text[line_start:start]
-        if (_TOOL_FLAG_RE.search(before) or token[:offset].lower() in ("/p:", "/pass:")) and _TOOL_RE.search(before):
+        if _SECURE_STRING_RE.search(before):
+            cue = "url"  # PowerShell's ConvertTo-SecureString "…" -AsPlainText: the argument is a password
+        elif (_TOOL_FLAG_RE.search(before) or token[:offset].lower() in ("/p:", "/pass:")) and _TOOL_RE.search(before):
             cue = "url" if any(c.isdigit() or not c.isalnum() for c in value) or len(value) >= 6 else cue
-        elif _CODE_CUE_RE.search(text, max(line_start, start - _CUE_WINDOW), start) and any(c.isdigit() for c in value):
+        elif _in_code_list(text, line_start, start) and any(c.isdigit() for c in value):
             cue = "url"  # a recovery or backup code: short, digits, and a secret whatever its shape
         if len(value) < (4 if cue == "url" else MIN_LENGTH_CUED if cue else MIN_LENGTH):
             continue
-        if _PLAIN_RE.match(value) and cue != "strong":
+        if _PLAIN_RE.match(value) and cue not in ("strong", "url"):
             continue  # a run of words is a passphrase only where a cue names one
         if is_reference(value) or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start], holds_secret):
             continue
         if value.startswith(("/", "./", "../", "~/", "\\", "$", "%", "@")) or _path_like(value) or _POD_RE.match(value):
             continue
-        if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value))) and cue != "strong":
+        if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value))) and cue not in ("strong", "url"):
             continue
         out.append((start, end, value, cue))
     return out
@@ -221,8 +294,8 @@ def find(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[F
         line_start = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", end)
         line = text[line_start : line_end if line_end != -1 else len(text)]
-        if cue == "url":
-            found.append(Finding(start, end, TAG, SCORE, "likeness"))
+        if cue in ("url", "phrase"):  # a run of words outranks a cue rule's guess at its first word
+            found.append(Finding(start, end, TAG, PHRASE_SCORE if cue == "phrase" else SCORE, "likeness"))
             continue
         if cue != "strong" and (_public_anywhere(line, start - line_start, end - line_start)
                                 or _OBJECT_WORD_RE.search(text[max(line_start, start - 40) : start])):
