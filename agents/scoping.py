@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -53,13 +54,18 @@ def read_ids(access: SpaceAccess, slugs: list[str] | None) -> list[int]:
 MAX_SPACES = 50
 
 
+# One ``spaces`` value: slugs separated by commas (``core.api_schema.SPACES_PARAM`` declares the same).
+_SLUGS_RE = re.compile(r"[-a-zA-Z0-9_]{1,50}(?:,[-a-zA-Z0-9_]{1,50}){0,49}")
+
+
 def query_read_ids(request) -> list[int]:
     """The spaces a GET covers: ``?spaces=`` (repeated, or slugs separated by commas; documented
     by ``core.api_schema.SPACES_PARAM``) among those the caller reads, or all of them."""
-    slugs = [slug.strip() for value in request.query_params.getlist("spaces") for slug in value.split(",")
-             if slug.strip()]
-    if len(slugs) > MAX_SPACES or any(len(slug) > 50 for slug in slugs):
-        raise ValidationError({"spaces": [f"at most {MAX_SPACES} slugs of at most 50 characters"]})
+    values = request.query_params.getlist("spaces")
+    if len(values) > MAX_SPACES or not all(_SLUGS_RE.fullmatch(value) for value in values):
+        raise ValidationError({"spaces": [f"at most {MAX_SPACES} values, each up to {MAX_SPACES} space slugs "
+                                          "(letters, digits, - and _, at most 50 characters) separated by commas"]})
+    slugs = list(dict.fromkeys(slug for value in values for slug in value.split(",")))
     return read_ids(api_access(request), slugs or None)
 
 

@@ -134,16 +134,24 @@ def no_foreign_data(foreign: ForeignData):
     return check
 
 
+ALL_CHECKS = False  # --all-checks: every check schemathesis has, as its ``--checks all``
+
+
 def _checks(foreign: ForeignData | None = None) -> list:
-    from schemathesis.checks import not_a_server_error
+    """The checks each response gets; with ``ALL_CHECKS`` every one schemathesis has (also that
+    a request the schema allows is accepted and one it forbids refused, required headers,
+    methods, auth), ours besides."""
+    import schemathesis.specs.openapi.checks  # noqa: F401 - registers the OpenAPI checks
+    from schemathesis.checks import CHECKS, not_a_server_error
     from schemathesis.specs.openapi.checks import (
         content_type_conformance,
         response_schema_conformance,
         status_code_conformance,
     )
 
-    return [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-            error_shape, *([no_foreign_data(foreign)] if foreign else [])]
+    checks = (CHECKS.get_all() if ALL_CHECKS else
+              [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance])
+    return [*checks, error_shape, *([no_foreign_data(foreign)] if foreign else [])]
 
 
 @dataclass
@@ -495,8 +503,12 @@ def main() -> None:
                         help="generated requests per operation, role and mode (positive, negative)")
     parser.add_argument("--coverage", type=int, default=None, help="coverage cases per operation (default: all)")
     parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--all-checks", action="store_true",
+                        help="every schemathesis check (positive data accepted, negative data rejected, ...)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    global ALL_CHECKS
+    ALL_CHECKS = args.all_checks
     django_setup()
     from django.conf import settings
     from django.db import connection

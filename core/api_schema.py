@@ -67,7 +67,9 @@ IDEMPOTENCY_KEY = OpenApiParameter(
 
 
 SPACES_PARAM = OpenApiParameter(
-    "spaces", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False, many=True, explode=True,
+    "spaces", {"type": "array", "maxItems": 50, "items": {
+        "type": "string", "pattern": r"^[-a-zA-Z0-9_]{1,50}(,[-a-zA-Z0-9_]{1,50}){0,49}$"}},
+    OpenApiParameter.QUERY, required=False, explode=True,
     description="Only these spaces (slugs; repeat the parameter or separate them with commas). Default: every "
                 "space the caller may read. A space the caller may not read is refused (403) like one that "
                 "does not exist.")

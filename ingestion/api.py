@@ -33,7 +33,7 @@ from agents.scoping import (
 )
 from core import errors
 from core.api_schema import IDEMPOTENCY_KEY, SPACES_PARAM, ErrorSerializer, error_responses
-from core.fields import StrictCharField
+from core.fields import StrictCharField, space_slug_field
 from core.idempotency import IdempotentPost
 from core.parsers import JSONBodyParser
 from ingestion import selectors, services, training
@@ -114,8 +114,8 @@ class IngestApi(IdempotentPost, APIView):
     class PathsSerializer(serializers.Serializer):
         paths = serializers.ListField(child=StrictCharField(max_length=4096), min_length=1, max_length=1000)
         agent = StrictCharField(required=False, max_length=100)
-        space = StrictCharField(required=False, max_length=50,
-                                help_text="the space to ingest into (default: the agent's default space)")
+        space = space_slug_field(required=False,
+                                 help_text="the space to ingest into (default: the agent's default space)")
 
     @extend_schema_serializer(component_name="IngestFiles")
     class FilesSerializer(serializers.Serializer):
@@ -125,8 +125,8 @@ class IngestApi(IdempotentPost, APIView):
         names = serializers.ListField(child=serializers.CharField(), required=False,
                                       help_text="one name per file, in the same order")
         agent = serializers.CharField(required=False, help_text="curators: the agent to ingest for")
-        space = serializers.CharField(required=False, help_text="the space to ingest into (default: the agent's "
-                                                                 "default space)")
+        space = space_slug_field(required=False, help_text="the space to ingest into (default: the agent's "
+                                                           "default space)")
 
     @extend_schema(
         request={"multipart/form-data": FilesSerializer, "application/json": PathsSerializer},
@@ -160,7 +160,13 @@ class IngestApi(IdempotentPost, APIView):
         # The name is the session's identity: without ``names``, two uploads called run.jsonl are one session
         # (flow.md#session-files).
         named = [(names[index] if names else upload.name, upload) for index, upload in enumerate(uploads)]
-        target = api_write_target(request, request.data.get("space"))[1]
+        space = request.data.get("space")
+        if space is not None:  # as the form's schema declares it (the view reads the form itself)
+            try:
+                space = space_slug_field().run_validation(space)
+            except ValidationError as exc:
+                raise ValidationError({"space": exc.detail}) from exc
+        target = api_write_target(request, space)[1]
         with in_space(target.pk):  # the sessions, archives and job belong to that space only
             return services.uploads_ingest(user=request.user, agent_name=request.data.get("agent"), uploads=named,
                                            space=target)
@@ -188,8 +194,8 @@ class IngestTextApi(IdempotentPost, APIView):
     class InputSerializer(serializers.Serializer):
         # A backstop only: the service refuses text over ULTRON_INGEST_MAX_TEXT_CHARS with a 413 of its own.
         text = StrictCharField(max_length=10_000_000, trim_whitespace=False)
-        space = StrictCharField(required=False, max_length=50,
-                                help_text="the space to store the memories in (default: the agent's default space)")
+        space = space_slug_field(required=False,
+                                 help_text="the space to store the memories in (default: the agent's default space)")
 
     @extend_schema_serializer(component_name="IngestTextMemory")
     class MemorySerializer(UploadResultSerializer):

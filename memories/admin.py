@@ -21,6 +21,7 @@ from agents.admin_spaces import SpaceScopedAdmin
 from core.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
 from memories import (
     admin_candidates,  # noqa: F401  (registers the merge-candidate pages)
+    admin_feedback,
     admin_holds,
     admin_panels,
     admin_writer,  # its import registers the agent page's "hold everything it wrote"
@@ -112,7 +113,7 @@ class MemoryForm(forms.ModelForm):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin_holds.HoldPanelMixin, SpaceScopedAdmin, HubAdmin):
+class MemoryAdmin(admin_feedback.FeedbackPanelMixin, admin_holds.HoldPanelMixin, SpaceScopedAdmin, HubAdmin):
     form = MemoryForm
     list_display = ("l0", "type_badge", "tier_badge", "hit_count", "last_hit_at", "agent", "age")
     list_display_links = ("l0",)
@@ -127,7 +128,7 @@ class MemoryAdmin(admin_holds.HoldPanelMixin, SpaceScopedAdmin, HubAdmin):
     actions = ["archive_selected", "restore_selected", "set_type_selected"]
     inlines = [ContributionInline, CandidateInline]
     readonly_fields = ("status_line", "summaries", "redactions", "provenance_panel", "cluster_panel",
-                       "similar_panel", "history_panel", "type_panel", "hold_panel")
+                       "similar_panel", "history_panel", "type_panel", "hold_panel", "feedback_panel")
     fieldsets = (
         (None, {"fields": ("status_line", "content", "context", "resolution", "tags_text", "memory_type", "type_panel")}),
         ("Summaries and redaction", {"fields": ("summaries", "redactions")}),
@@ -370,6 +371,8 @@ class MemoryAdmin(admin_holds.HoldPanelMixin, SpaceScopedAdmin, HubAdmin):
                  name="memories_memory_type_action"),
             path("hold/<int:hold_id>/<str:action>/", view(admin_holds.hold_action, post=True),
                  name="memories_memory_hold_action"),
+            path("report/<int:report_id>/<str:action>/", view(admin_feedback.report_action, post=True),
+                 name="memories_memory_report_action"),
             path("writer/<int:agent_id>/hold/", view(admin_writer.writer_hold_view), name="memories_memory_writer_hold"),
             path("writer/hold/<uuid:batch>/undo/", view(admin_writer.writer_hold_undo_view, post=True),
                  name="memories_memory_writer_hold_undo"),

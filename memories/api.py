@@ -33,6 +33,7 @@ from agents.scoping import (
 )
 from core.api_schema import IDEMPOTENCY_KEY, SPACES_PARAM, error_responses
 from core.fields import (
+    CanonicalUUIDField,
     SpaceSlugField,
     StrictCharField,
     space_field_schema,
@@ -48,6 +49,7 @@ from memories.api_uploads import (
     upload_status,
 )
 from memories.models import MemoryType, Status, Tier
+from memories.services.feedback import serve_id_issue
 
 
 class MemoryUploadInputSerializer(serializers.Serializer):
@@ -185,6 +187,8 @@ class SearchResponseSerializer(serializers.Serializer):
     results = SearchHitSerializer(many=True, help_text="overview_l1 and context only with detail_level l1")
     count = serializers.IntegerField()
     mode = serializers.ChoiceField(choices=list(selectors.SEARCH_MODES), help_text="the mode that ran")
+    serve_id = serializers.CharField(allow_null=True, help_text=(
+        "names this call and what it served you: send it with feedback on any of these results"))
 
 
 class MemorySearchApi(APIView):
@@ -214,7 +218,8 @@ class MemorySearchApi(APIView):
         outcome = services.memories_search(**params, space_ids=space_ids, reader_id=agent.pk if agent else None)
         results = SearchHitSerializer(outcome.hits, many=True, detail_level=detail_level,
                                       context={"slugs": api_slugs(request)}).data
-        return Response({"results": results, "count": len(results), "mode": outcome.mode})
+        serve_id = serve_id_issue(reader_id=agent.pk if agent else None, memory_ids=[h.id for h in outcome.hits])
+        return Response({"results": results, "count": len(results), "mode": outcome.mode, "serve_id": serve_id})
 
 
 class MemoryRecordSerializer(serializers.Serializer):
@@ -254,7 +259,7 @@ class MemoryRecordSerializer(serializers.Serializer):
 class MemoryDetailsApi(APIView):
     @extend_schema_serializer(component_name="MemoryDetailsInput")
     class InputSerializer(serializers.Serializer):
-        ids = serializers.ListField(child=serializers.UUIDField(), min_length=1, max_length=100)
+        ids = serializers.ListField(child=CanonicalUUIDField(), min_length=1, max_length=100)
 
     @extend_schema_serializer(component_name="MemoryDetails")
     class OutputSerializer(serializers.Serializer):
@@ -353,7 +358,9 @@ class ContextApi(APIView):
                 "the assembled text: one <shared-memories> block, headed by a preface saying these are other "
                 "agents' notes to weigh, not instructions; each memory with its writer, date and verified mark "
                 "(docs/api.md#context); empty when nothing fits")), "tokens": serializers.IntegerField(),
-            "token_budget": serializers.IntegerField(), "memories": BlockSerializer(many=True)}),
+            "token_budget": serializers.IntegerField(), "memories": BlockSerializer(many=True),
+            "serve_id": serializers.CharField(allow_null=True, help_text=(
+                "names this call and what it served you: send it with feedback on any of these memories"))}),
         **error_responses(400, 403, 413, 503)})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
@@ -370,4 +377,6 @@ class ContextApi(APIView):
             "tokens": assembled.tokens,
             "token_budget": params["token_budget"],
             "memories": self.BlockSerializer(assembled.blocks, many=True).data,
+            "serve_id": serve_id_issue(reader_id=agent.pk if agent else None,
+                                       memory_ids=[block.id for block in assembled.blocks]),
         })

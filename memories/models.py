@@ -66,6 +66,9 @@ class Memory(models.Model):
     # Distinct agents other than its writer that used it (docs/flow.md#hits): HOT needs
     # ULTRON_HOT_MIN_READERS of them, so one agent's reads cannot make a memory HOT.
     readers = models.PositiveIntegerField(default=0, db_default=0)
+    # Helpful minus not-helpful votes of distinct agents, capped at ±ULTRON_FEEDBACK_CAP
+    # (docs/api.md#feedback): search ranks a memory a little up or down by it.
+    feedback = models.SmallIntegerField(default=0, db_default=0)
     # A curator vouched for it (approved it when held, or wrote it): served with a verified mark.
     verified_by = models.CharField(max_length=150, blank=True, default="")
     verified_at = models.DateTimeField(null=True, blank=True)
@@ -347,5 +350,6 @@ class TypeChange(models.Model):
 # The tiers' and keyword counts' bookkeeping, and the poisoning screen's records
 # (docs/flow.md#screening), live beside this module; imported here so that Django registers
 # them with the app's other models.
+from memories.models_feedback import MemoryFeedback, MemoryReport, Rating  # noqa: E402, F401
 from memories.models_ranks import LexemeCount, MemoryRank, TierSnapshot  # noqa: E402, F401
 from memories.models_screening import HoldDecision, HoldOrigin, MemoryHold, MemoryRead  # noqa: E402, F401

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memories import api
+from memories import api, api_feedback
 
 urlpatterns = [
     path("", api.MemoryListApi.as_view(), name="memory-list"),
@@ -8,4 +8,5 @@ urlpatterns = [
     path("search", api.MemorySearchApi.as_view(), name="memory-search"),
     path("details", api.MemoryDetailsApi.as_view(), name="memory-details"),
     path("stats", api.MemoryStatsApi.as_view(), name="memory-stats"),
+    path("<uuid:memory_id>/feedback", api_feedback.MemoryFeedbackApi.as_view(), name="memory-feedback"),
 ]

@@ -498,6 +498,19 @@ ULTRON_HOT_MIN_READERS = env_int(
     help="A memory rises to HOT only once this many distinct agents other than its writer used it.",
 )
 
+ULTRON_FEEDBACK_CAP = env_int(
+    "ULTRON_FEEDBACK_CAP", 3, minimum=0, group="memories",
+    help="Helpful minus not-helpful votes (one per agent) count up to this many either way in a memory's rank.",
+)
+ULTRON_FEEDBACK_STEP = env_float(
+    "ULTRON_FEEDBACK_STEP", 0.03, minimum=0.0, maximum=0.2, group="memories",
+    help="How much one net vote moves a memory's search score (a factor of 1 ± step × votes).",
+)
+ULTRON_SERVE_MAX_AGE_DAYS = env_int(
+    "ULTRON_SERVE_MAX_AGE_DAYS", 30, minimum=1, group="memories",
+    help="How long a search or context call's serve_id stays good for feedback on what it served.",
+)
+
 # --- memory service -----------------------------------------------------------------------
 # Defaults per embedding space live in memories/thresholds.py (manage.py calibrate fits them); these override them.
 ULTRON_DUPLICATE_THRESHOLD = env_float(

@@ -27,6 +27,7 @@ from ultron.models import (
     BatchItem,
     Context,
     ContextEntry,
+    Feedback,
     Health,
     IngestFile,
     IngestResult,
@@ -43,7 +44,7 @@ from ultron.models import (
 )
 
 __all__ = [
-    "APIError", "AsyncUltron", "AuthenticationError", "BatchItem", "Context", "ContextEntry", "Health",
+    "APIError", "AsyncUltron", "AuthenticationError", "BatchItem", "Context", "ContextEntry", "Feedback", "Health",
     "IngestFile", "IngestResult", "InvalidRequestError", "JobFile", "JobProgress", "MemoryList", "MemoryRecord",
     "NotFoundError", "PermissionDeniedError", "RateLimitError", "RequestTooLargeError", "SearchResult",
     "ServerError", "Skill", "Space", "Stats", "TextIngestResult", "Ultron", "UltronConnectionError", "UltronError",

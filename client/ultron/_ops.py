@@ -16,6 +16,7 @@ from ultron.errors import RequestTooLargeError, UsageError, WaitTimeout
 from ultron.models import (
     BatchItem,
     Context,
+    Feedback,
     Health,
     IngestFile,
     IngestResult,
@@ -131,7 +132,29 @@ def search_memories(*, query: str, detail_level: str = "l1", limit: int = 10, me
                    "tier": tier, "tags": _tags(tags), "mode": mode, "min_score": min_score,
                    "spaces": _spaces(spaces), "include_superseded": include_superseded or None})
     data = yield Request("POST", "/api/memories/search", json=body)
-    return [SearchResult.from_api(hit) for hit in data["results"]]
+    return [SearchResult.from_api(hit, data.get("serve_id")) for hit in data["results"]]
+
+
+RATINGS = ("helpful", "not_helpful", "wrong", "outdated")
+
+
+def feedback(memory_id: str, rating: str | None, *, serve_id: str, reason: str = "") -> Operation[Feedback]:
+    if rating is not None and rating not in RATINGS:
+        raise UsageError(f"rating must be one of {', '.join(RATINGS)} (or None to clear a vote)")
+    if not serve_id:
+        raise UsageError("give the serve_id of the search or context call that served this memory")
+    data = yield Request("POST", f"/api/memories/{_memory_id(memory_id)}/feedback",
+                         json={"rating": rating, "serve_id": serve_id, "reason": reason or ""})
+    return Feedback.from_api(data)
+
+
+def _memory_id(memory_id: str) -> str:
+    import uuid
+
+    try:
+        return str(uuid.UUID(str(memory_id)))
+    except ValueError as exc:
+        raise UsageError(f"not a memory id: {memory_id!r}") from exc
 
 
 def get_memory_details(ids: Sequence[str]) -> Operation[MemoryList]:

@@ -22,6 +22,7 @@ from ultron._protocol import Http, Operation, RetryPolicy, Sleep, drive
 from ultron.models import (
     BatchItem,
     Context,
+    Feedback,
     Health,
     IngestResult,
     JobProgress,
@@ -187,6 +188,12 @@ class Ultron(_Base):
     def ingest_text(self, text: str, *, space: str | None = None) -> TextIngestResult:
         return self._run(_ops.ingest_text(text, space=self._write(space)))
 
+    def feedback(self, memory_id: str, rating: str | None, *, serve_id: str, reason: str = "") -> Feedback:
+        """Vote on a memory a search or context call served you (``serve_id``: that call's, on its
+        results or context): ``helpful`` / ``not_helpful`` move its rank a little, ``wrong`` /
+        ``outdated`` send it to the curators with your ``reason``; None clears your vote."""
+        return self._run(_ops.feedback(memory_id, rating, serve_id=serve_id, reason=reason))
+
     def ingest(self, paths: Iterable[str] | str, agent_id: str | None = None, *,
                on_progress: _ops.IngestProgress | None = None, batch_bytes: int = sessions.DEFAULT_BATCH_BYTES,
                batch_files: int = sessions.DEFAULT_BATCH_FILES, space: str | None = None) -> IngestResult:
@@ -289,6 +296,9 @@ class AsyncUltron(_Base):
 
     async def ingest_text(self, text: str, *, space: str | None = None) -> TextIngestResult:
         return await self._run(_ops.ingest_text(text, space=self._write(space)))
+
+    async def feedback(self, memory_id: str, rating: str | None, *, serve_id: str, reason: str = "") -> Feedback:
+        return await self._run(_ops.feedback(memory_id, rating, serve_id=serve_id, reason=reason))
 
     async def ingest(self, paths: Iterable[str] | str, agent_id: str | None = None, *,
                      on_progress: _ops.IngestProgress | None = None,

@@ -124,7 +124,8 @@ def build_server(url: str | None = None, token: str | None = None, space: str | 
                   **({"superseded_by": r.record.superseded_by} if r.record.superseded_by else {}),
                   "similarity_score": r.similarity_score, "score": r.score} for r in results]
         # The reminder comes first, where the model reads before the memories; nothing found, nothing to weigh.
-        return {"note": EVIDENCE, "results": found} if found else {"results": []}
+        serve = {"serve_id": results[0].serve_id} if results and results[0].serve_id else {}
+        return {"note": EVIDENCE, "results": found, **serve} if found else {"results": []}
 
     @server.tool(annotations=reading, description=(
         "The full text of memories (content, context, resolution, tags, provenance) by the ids that "
@@ -181,7 +182,26 @@ def build_server(url: str | None = None, token: str | None = None, space: str | 
         if not block.context:
             return "(no shared knowledge for this query yet)"
         # A hub that frames the block as evidence says so itself; an older one does not.
-        return block.context if block.context.lstrip().startswith("<shared-memories>") else f"{EVIDENCE}\n\n{block.context}"
+        text = block.context if block.context.lstrip().startswith("<shared-memories>") else f"{EVIDENCE}\n\n{block.context}"
+        return f"{text}\n(serve_id for feedback on these memories: {block.serve_id})" if block.serve_id else text
+
+    @server.tool(annotations=writing, description=(
+        "Tell the hub how a memory it served you turned out: helpful or not_helpful (moves its rank "
+        "a little), wrong or outdated (sends it to the curators with your reason), or null to clear "
+        "your vote. Name the serve_id of the search_memories or get_context call that served it. "
+        "One vote per memory; a new one replaces the old."))
+    async def feedback(
+        memory_id: Annotated[str, Field(description="the memory's id")],
+        rating: Annotated[Literal["helpful", "not_helpful", "wrong", "outdated"] | None, Field(
+            description="your verdict; null clears your vote")],
+        serve_id: Annotated[str, Field(description="the serve_id of the call that served the memory")],
+        reason: Annotated[str, Field(description="why, in a sentence (for wrong or outdated)")] = "",
+    ) -> dict[str, Any]:
+        try:
+            result = await hub().feedback(memory_id, rating, serve_id=serve_id, reason=reason)
+        except UltronError as error:
+            raise _tool_error(error) from error
+        return result.to_dict()
 
     @server.tool(annotations=writing, description=(
         "Extract memories from a piece of plain text (notes from an investigation, a post-mortem, "

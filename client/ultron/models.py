@@ -100,13 +100,14 @@ class SearchResult(Record):
     record: MemoryRecord
     similarity_score: float
     score: float
+    serve_id: str | None = None  # the search call that served it: name it in ``feedback``
 
     @classmethod
-    def from_api(cls, data: dict[str, Any]) -> SearchResult:
+    def from_api(cls, data: dict[str, Any], serve_id: str | None = None) -> SearchResult:
         record = MemoryRecord.from_api(data)
         record.agent = data.get("writer", record.agent)  # a hit names its writer "writer"
         return cls(record=record, similarity_score=float(data.get("similarity_score", 0.0)),
-                   score=float(data.get("score", 0.0)))
+                   score=float(data.get("score", 0.0)), serve_id=serve_id)
 
     @property
     def writer(self) -> str | None:
@@ -232,11 +233,30 @@ class Context(Record):
     tokens: int
     token_budget: int
     memories: list[ContextEntry] = field(default_factory=list)
+    serve_id: str | None = None  # this call: name it in ``feedback`` on any of its memories
 
     @classmethod
     def from_api(cls, data: dict[str, Any]) -> Context:
         return cls(context=data["context"], tokens=data["tokens"], token_budget=data["token_budget"],
-                   memories=[ContextEntry.from_api(m) for m in data.get("memories", [])])
+                   memories=[ContextEntry.from_api(m) for m in data.get("memories", [])],
+                   serve_id=data.get("serve_id"))
+
+
+@dataclass
+class Feedback(Record):
+    """The hub's answer to a vote: the memory's net vote (helpful minus not helpful, capped) and
+    whether a report on it waits for curators."""
+
+    id: str
+    rating: str | None
+    feedback: int
+    reported: bool
+    agents_reporting: int
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]) -> Feedback:
+        return cls(id=str(data["id"]), rating=data.get("rating"), feedback=int(data.get("feedback", 0)),
+                   reported=bool(data.get("reported")), agents_reporting=int(data.get("agents_reporting", 0)))
 
 
 @dataclass

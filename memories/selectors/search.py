@@ -152,7 +152,7 @@ WITH {ctes}, fused AS (
            m.context, m.last_hit_at, m.created_at, m.agent_id, a.name AS writer,
            m.verified_at IS NOT NULL AS verified, m.screen_flags,
            1 - (m.embedding <=> %(query)s::vector) AS similarity,
-           {score} AS score, f.keyword
+           {score} * (1 + %(feedback_step)s * m.feedback) AS score, f.keyword
     FROM fused f JOIN {table} m ON m.id = f.id LEFT JOIN {agents} a ON a.id = m.agent_id
 )
 SELECT * FROM scored
@@ -252,6 +252,7 @@ def search_params(
         "boost_hot": settings.ULTRON_TIER_BOOST_HOT,
         "boost_warm": settings.ULTRON_TIER_BOOST_WARM,
         "boost_cold": settings.ULTRON_TIER_BOOST_COLD,
+        "feedback_step": settings.ULTRON_FEEDBACK_STEP,
         "weight": settings.ULTRON_HOTNESS_WEIGHT,
         "decay": settings.ULTRON_HOTNESS_DECAY,
     }
@@ -296,7 +297,8 @@ def memory_search(
     """Active memories for a query, ranked in SQL, in ``space_ids`` (see ``_search_filters``).
 
     ``semantic``: similarity from the HNSW candidates (a few times ``limit``), score =
-    ``similarity × tier_boost × (1 − w + w × hotness)``. ``keyword``: PostgreSQL full-text
+    ``similarity × tier_boost × (1 + step × feedback) × (1 − w + w × hotness)`` (feedback: the
+    capped net vote of agents, docs/api.md#feedback). ``keyword``: PostgreSQL full-text
     search over content, context and resolution, ranked by relevance (the inverse document
     frequencies of the query's words a memory contains, plus its similarity) × the same factors.
     ``hybrid``: both lists (each ranked by its relevance × the factors) fused by reciprocal rank

@@ -48,7 +48,7 @@ from tests.isolation import (
 pytestmark = pytest.mark.django_db
 
 # Every operation of the published schema; a new endpoint changes this number and is called below.
-EXPECTED_OPERATIONS = 23
+EXPECTED_OPERATIONS = 24
 # POSTs that only read (their body is a query): the other POSTs are writes, checked as such.
 READ_POSTS = {"context_create", "memories_details_create", "memories_search_create", "skills_search_create"}
 # Read operations whose answer carries no text of the rows it counts (the control of team A's own
@@ -56,7 +56,8 @@ READ_POSTS = {"context_create", "memories_details_create", "memories_search_crea
 NO_ROW_TEXT = {"health_retrieve", "memories_stats_retrieve"}
 # Body fields whose every value is sent, one request each (the search's modes reach different code).
 VARIANT_FIELDS = {"mode", "detail_level"}
-NEVER = {"cluster_id": 123_456_789, "slug": "no-such-skill-anywhere", "job_id": "0b8f1c1e-0000-4000-8000-00000000beef"}
+NEVER = {"cluster_id": 123_456_789, "slug": "no-such-skill-anywhere", "job_id": "0b8f1c1e-0000-4000-8000-00000000beef",
+         "memory_id": "0b8f1c1e-0000-4000-8000-00000000f00d"}
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def operations() -> list[Operation]:
 
 
 def _path_values(team: TeamRows) -> dict[str, Any]:
-    return {"cluster_id": team.cluster_id, "slug": team.skill_slug, "version": team.version, "job_id": team.job_id}
+    return {"cluster_id": team.cluster_id, "slug": team.skill_slug, "version": team.version, "job_id": team.job_id,
+            "memory_id": team.memory_id}
 
 
 def _url(op: Operation, values: dict[str, Any]) -> str:
@@ -163,6 +165,9 @@ def _field_value(name: str, prop: dict, word: str, team: TeamRows, teams: Teams)
         "limit": prop.get("maximum", 10),
         "token_budget": prop.get("maximum", 2000),
         "min_score": prop.get("minimum", 0),
+        # A vote names a call that served the memory: team B's callers hold none for team A's (a
+        # forged one is tried in test_a_vote_on_team_as_memory_answers_as_one_on_a_memory_that_never_existed).
+        "rating": "wrong", "reason": f"{word}: outdated", "serve_id": "not-a-serve-id",
     }.get(name)
 
 
@@ -388,3 +393,21 @@ def test_team_bs_counts_are_its_own(teams):
     sizes = {c["id"]: c["size"] for c in client.get("/api/clusters").json()["results"]}
     assert sizes == dict(KnowledgeCluster.objects.filter(space=teams.b.space, member_count__gt=0)
                          .values_list("pk", "member_count"))
+
+
+def test_a_vote_on_team_as_memory_answers_as_one_on_a_memory_that_never_existed(teams):
+    """Even with a serve_id naming team A's memory (signed by the hub: as if one leaked or the key
+    were known), team B's vote is refused exactly as one on a memory that never was."""
+    from memories.models import MemoryFeedback, MemoryReport
+    from memories.services.feedback import serve_id_issue
+
+    never = NEVER["memory_id"]
+    for agent, token in ((teams.b_reader, teams.b_token), (teams.b_staff, teams.b_staff_token)):
+        serve_id = serve_id_issue(reader_id=agent.pk, memory_ids=[teams.a.memory_id, never])
+        client = _client(token)
+        answers = [client.post(f"/api/memories/{memory_id}/feedback", {"rating": "wrong", "serve_id": serve_id},
+                               format="json") for memory_id in (teams.a.memory_id, never)]
+        assert answers[0].status_code == answers[1].status_code == 404
+        assert body_text(answers[0]) == body_text(answers[1])
+    assert not MemoryFeedback.objects.filter(memory_id=teams.a.memory_id).exists()
+    assert not MemoryReport.objects.filter(memory_id=teams.a.memory_id).exists()

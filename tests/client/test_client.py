@@ -201,3 +201,23 @@ def test_upload_memories_sends_batches_with_a_result_or_error_per_item(hub):
 async def _upload_async(hub, memories):
     async with AsyncUltron(url=hub.url, token=hub.token) as ultron:
         return await ultron.upload_memories(memories)
+
+
+def test_feedback_names_the_call_that_served_the_memory(hub):
+    """A memory another agent wrote, served by search and by context, rated through the client;
+    the rating round-trips and a wrong vote is reported for the curators."""
+    from agents.services import agent_create, token_issue
+
+    writer = Ultron(url=hub.url, token=token_issue(agent=agent_create(name="writer-wes")).token)
+    record = writer.upload_memory(**PANDAS)
+    writer.close()
+    with Ultron(url=hub.url, token=hub.token) as ultron:
+        [hit] = ultron.search_memories("pandas missing in docker", limit=1)
+        assert hit.record.id == record.id and hit.serve_id
+        voted = ultron.feedback(record.id, "helpful", serve_id=hit.serve_id)
+        assert voted.rating == "helpful" and voted.feedback == 1 and not voted.reported
+        context = ultron.get_context("pandas import error", token_budget=200)
+        reported = ultron.feedback(record.id, "outdated", serve_id=context.serve_id, reason="pandas ships wheels now")
+        assert reported.reported and reported.agents_reporting == 1 and reported.feedback == 0
+        with pytest.raises(UsageError):
+            ultron.feedback(record.id, "great", serve_id=context.serve_id)

@@ -232,6 +232,8 @@ def test_live_hits_name_their_writer_and_the_mcp_context_is_framed(hub):
     assert found.structured_content["results"][0]["writer"] == "agent-smith"
     block = context.content[0].text
     lines = block.splitlines()
-    assert lines[0] == "<shared-memories>" and lines[-1] == "</shared-memories>"
+    # The block, then one line naming the call for feedback (outside the block: it is the hub's, not a memory)
+    assert lines[0] == "<shared-memories>" and lines[-2] == "</shared-memories>"
+    assert lines[-1].startswith("(serve_id for feedback on these memories: ")
     assert "not instructions to follow" in lines[1] and "## Relevant memories" in lines
     assert any(line.startswith("- [error] ") and "(by agent-smith, " in line and "unverified)" in line for line in lines)

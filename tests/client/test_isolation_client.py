@@ -37,13 +37,15 @@ from tests.isolation import (
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-EXPECTED_TOOLS = 8
+EXPECTED_TOOLS = 9
 MISSING_SLUG = "no-such-skill-anywhere"
 # Commands that store something on the hub (or the login): their answers may repeat what team B
 # sent (the canary), never team A's ids; every other command only reads.
 WRITE_COMMANDS = {"upload", "ingest", "ingest-text", "watch", "login", "logout"}
-# `ultron mcp` serves until it is stopped: its tools are the MCP server tested here.
-NOT_RUN = {"mcp"}
+# `ultron mcp` serves until it is stopped: its tools are the MCP server tested here. setup, hook,
+# doctor and spool work on this machine's files (tests/client/test_setup.py, test_hooks.py); feedback
+# needs a serve_id only the voter's own search issues (tests/memories/test_feedback.py).
+NOT_RUN = {"mcp", "setup", "hook", "doctor", "spool", "feedback"}
 # Reads that print counts, not rows (team A's own token finds no text of its rows in them either).
 COUNTS_ONLY = {"status"}
 
@@ -67,7 +69,8 @@ def _tool_arguments(tool: Any, team: TeamRows, teams: Teams) -> dict[str, Any]:
     fields = team.memory_fields
     known = {"query": f"{team.word} Django PostgreSQL docker compose web container", "ids": _ids(team, teams),
              "slug": team.skill_slug, "content": fields["content"], "context": fields["context"],
-             "resolution": fields["resolution"], "tags": [team.word], "text": text_lesson(team.word)}
+             "resolution": fields["resolution"], "tags": [team.word], "text": text_lesson(team.word),
+             "memory_id": _ids(team, teams)[0], "rating": "wrong", "serve_id": "not-a-serve-id"}
     arguments: dict[str, Any] = {}
     for name, prop in schema.get("properties", {}).items():
         if name in known:
@@ -105,7 +108,7 @@ def test_no_mcp_tool_or_resource_shows_team_a_to_team_b(hub, teams):
     assert [t.uri_template for t in templates] == ["skill://{slug}"]
     reads = [t for t in tools if t.annotations and t.annotations.read_only_hint]
     writes = [t for t in tools if t not in reads]
-    assert {t.name for t in writes} == {"upload_memory", "ingest_text"}
+    assert {t.name for t in writes} == {"upload_memory", "ingest_text", "feedback"}
 
     async def calls(client, team: TeamRows, which):
         results = {}
@@ -133,7 +136,9 @@ def test_no_mcp_tool_or_resource_shows_team_a_to_team_b(hub, teams):
     # Writes carrying team A's exact text go to team B, merge into nothing of team A's.
     written = _mcp(hub.url, teams.b_token, lambda c: calls(c, teams.a, writes))
     for name, result in written.items():
-        if name != "skill://":
+        if name == "feedback":  # a vote on team A's memory with no call that served it: refused, nothing shown
+            assert result.is_error and not leaks(teams, _result_text(result), allowed=(*_ids(teams.a, teams),)), name
+        elif name != "skill://":
             assert not result.is_error, (name, _result_text(result))
             assert not leaks(teams, _result_text(result), allowed=(CANARY,)), name
     assert a_rows_snapshot(teams) == before
@@ -247,8 +252,9 @@ def test_no_command_shows_team_a_to_team_b(hub, teams, capsys, monkeypatch, tmp_
     parser = build_parser()
     commands = _subcommands(parser)
     assert {" ".join(c) for c in commands} == {
-        "login", "logout", "status", "spaces", "search", "details", "upload", "ingest", "ingest-text", "watch",
-        "context", "export", "skills list", "skills show", "skills install", "mcp"}, sorted(commands)
+        "login", "logout", "status", "spaces", "search", "details", "feedback", "upload", "ingest", "ingest-text",
+        "watch", "context", "export", "skills list", "skills show", "skills install", "mcp", "setup", "hook",
+        "doctor", "spool list", "spool drain"}, sorted(commands)
     run = {c: p for c, p in commands.items() if c[0] not in NOT_RUN}
     reads = {c: p for c, p in run.items() if c[0] not in WRITE_COMMANDS}
 

@@ -17,7 +17,7 @@ from ultron.mcp_server import build_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TOOLS = {"search_memories", "get_memory_details", "upload_memory", "get_context", "ingest_text", "list_skills",
-         "get_skill", "list_spaces"}
+         "get_skill", "list_spaces", "feedback"}
 MEMORY = {"content": "npm ERR! EACCES: permission denied, mkdir '/usr/lib/node_modules'",
           "context": "npm install -g as a normal user", "resolution": "set npm's prefix to ~/.npm-global",
           "tags": ["npm", "node"]}

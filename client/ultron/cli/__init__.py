@@ -95,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("details", commands.details, "the full text of memories by id")
     p.add_argument("ids", nargs="+", metavar="ID")
 
+    p = command("feedback", commands.feedback, "say how a memory a search or context call served you turned out")
+    p.add_argument("memory_id", metavar="MEMORY_ID")
+    p.add_argument("rating", choices=["helpful", "not_helpful", "wrong", "outdated", "clear"],
+                   help="helpful / not_helpful move its rank a little; wrong / outdated send it to the curators; "
+                        "clear takes your vote back")
+    p.add_argument("--serve-id", required=True, help="the serve_id the search or context call printed")
+    p.add_argument("--reason", default="", help="why (curators read it)")
+
     p = command("upload", commands.upload, "share one memory (the hub decides its type and merges duplicates)")
     p.add_argument("--content", required=True, help="what happened: the error, the rule, the fact")
     p.add_argument("--context", help="where it happened")
@@ -145,10 +153,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp instead")
     p.add_argument("--host", default="127.0.0.1", help="with --http (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="with --http (default 8765)")
+
+    agent_names = ["claude-code", "codex", "cursor"]
+    p = sub.add_parser("setup", help="register the hub (MCP server and hooks) with Claude Code, Codex and Cursor",
+                       description="Register the hub with the coding agents found on this machine (~/.claude, "
+                       "~/.codex, ~/.cursor): the MCP server `ultron mcp` and hooks that run `ultron hook`. No "
+                       "token is written; every edit is logged so --uninstall restores the files.")
+    p.set_defaults(handler=commands.setup)
+    p.add_argument("--agent", choices=[*agent_names, "all"], help="only this agent, even if not found (default: "
+                   "every agent found)")
+    p.add_argument("--project", metavar="DIR", help="write the project-level config of DIR instead of your own")
+    p.add_argument("--uninstall", action="store_true", help="undo every edit setup made and stop the uploader")
+    p.add_argument("--executable", metavar="PATH", help="the ultron program the agents run (default: the one "
+                   "installed beside this Python)")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+    p = sub.add_parser("hook", help="what the agents' hooks run (reads the payload on stdin; always exits 0)",
+                       description="Run one agent hook: session-start prints the hub's context block in the "
+                       "agent's envelope; stop, session-end and pre-compact queue the session for upload.")
+    p.set_defaults(handler=commands.hook)
+    p.add_argument("agent", metavar="AGENT", help=", ".join(agent_names))
+    p.add_argument("event", metavar="EVENT", help="session-start, stop, session-end or pre-compact")
+
+    p = command("doctor", commands.doctor, "what setup installed where, and whether the hub, the hooks and the "
+                "spool work")
+    p.add_argument("--project", metavar="DIR", help="also check the project-level config of DIR")
+    p.add_argument("--stale-minutes", type=_positive, default=30.0,
+                   help="a queued session older than this is not draining (default 30)")
+    p.add_argument("--no-hook", action="store_true", help="do not run the session-start hook to time it")
+
+    spool = sub.add_parser("spool", help="sessions waiting to be uploaded by the hooks",
+                           description="sessions waiting to be uploaded by the hooks")
+    spool_sub = spool.add_subparsers(dest="spool_command", metavar="ACTION", required=True)
+    p = spool_sub.add_parser("list", help="what waits, with each record's attempts and last error")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=commands.spool_list)
+    p = spool_sub.add_parser("drain", help="upload what waits now (exit 5 if the hub failed some)")
+    p.add_argument("--background", action="store_true", help=argparse.SUPPRESS)  # the hooks' detached uploader
+    p.set_defaults(handler=commands.spool_drain)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["hook"] and not {"-h", "--help"} & set(args_list):
+        # An agent's hook: no parser (whatever the arguments, it exits 0 and prints one envelope at most).
+        from ultron.hooks import main as hook_main
+
+        return hook_main(args_list[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

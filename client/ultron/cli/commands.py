@@ -164,6 +164,23 @@ def search(args: argparse.Namespace) -> int:
         if r.flags:
             print(f"⚑ {r.record.id}: flagged: {_labels(r.flags)}", file=sys.stderr)
     print(EVIDENCE, file=sys.stderr)
+    if results[0].serve_id:
+        print(f"(serve_id for `ultron feedback`: {results[0].serve_id})", file=sys.stderr)
+    return 0
+
+
+def feedback(args: argparse.Namespace) -> int:
+    rating = None if args.rating == "clear" else args.rating
+    with _client(args) as client:
+        result = client.feedback(args.memory_id, rating, serve_id=args.serve_id, reason=args.reason)
+    if args.json:
+        emit_json(result.to_dict())
+        return 0
+    vote = f"your vote: {result.rating}" if result.rating else "your vote is cleared"
+    print(f"{result.id}  {vote}; net vote {result.feedback:+d}")
+    if result.reported:
+        print(f"  reported wrong or outdated by {result.agents_reporting} agent"
+              f"{'s' if result.agents_reporting != 1 else ''}: waiting for a curator")
     return 0
 
 
@@ -344,6 +361,8 @@ def context(args: argparse.Namespace) -> int:
         count = len(block.memories)
         print(f"({block.tokens}/{block.token_budget} tokens, {count} memor{'y' if count == 1 else 'ies'})",
               file=sys.stderr)
+        if block.serve_id and block.memories:
+            print(f"(serve_id for `ultron feedback`: {block.serve_id})", file=sys.stderr)
     return 0
 
 
@@ -435,3 +454,59 @@ def mcp(args: argparse.Namespace) -> int:
         raise UsageError(f"`ultron mcp` needs the MCP SDK: pip install 'ultron-client[mcp]' ({exc})") from exc
     serve(url=args.url, token=args.token, space=_write_space(args), http=args.http, host=args.host, port=args.port)
     return 0
+
+
+# Wiring into coding agents: the work is done in ultron.agents, ultron.hooks, ultron.spool and
+# ultron.doctor, imported when used so the other commands start no slower.
+
+
+def setup(args: argparse.Namespace) -> int:
+    from ultron.agents import install
+    from ultron.localstate import ultron_argv
+    from ultron.spool import stop_uploader
+
+    if args.uninstall:
+        changes = install.uninstall()
+        stopped = stop_uploader()
+        if args.json:
+            emit_json({"files": [c.to_dict() for c in changes], "uploader": stopped})
+        else:
+            print("\n".join([*install.describe_uninstall(changes), stopped[0].upper() + stopped[1:] + "."]))
+        return 0
+    project = Path(args.project).expanduser() if args.project else None
+    if project is not None and not project.is_dir():
+        raise UsageError(f"{args.project}: not a directory")
+    changes, skipped = install.setup(agent=args.agent, project=project, executable=args.executable)
+    if args.json:
+        emit_json({"changes": [c.to_dict() for c in changes], "skipped": [a.name for a in skipped]})
+    else:
+        if not changes:
+            print("No coding agent found (~/.claude, ~/.codex, ~/.cursor): name one with --agent.")
+        print("\n".join(install.describe_setup(changes, skipped, ultron_argv(args.executable))))
+        if not config.resolve().token:
+            print("No login yet: run `ultron login`; until then the hooks print a one-line stub.", file=sys.stderr)
+    return 0 if not any(c.status in ("unsafe", "invalid") for c in changes) else 1
+
+
+def hook(args: argparse.Namespace) -> int:
+    from ultron.hooks import main as hook_main
+
+    return hook_main([args.agent, args.event])
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from ultron.doctor import run
+
+    return run(args)
+
+
+def spool_drain(args: argparse.Namespace) -> int:
+    from ultron.spool import run_drain
+
+    return run_drain(args)
+
+
+def spool_list(args: argparse.Namespace) -> int:
+    from ultron.spool import run_list
+
+    return run_list(args)
