@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -15,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 from agents.admin_spaces import page_spaces
 from core.errors import ApplicationError
 from memories.admin_holds import _back
-from memories.models import ChangeState, Memory, MemoryReport
+from memories.models import ChangeState, Memory, MemoryFeedback, MemoryReport
 from memories.services.feedback import report_decide, report_undo, votes_of
 
 KIND = "reported"
@@ -25,13 +26,15 @@ ACTIONS = {"archive": "archived", "keep": "kept"}
 
 def open_reports(since: Any) -> Any:  # noqa: ARG001 - every open report shows, however old
     """The review queue's rows of this kind: the open reports, those more agents agree on first."""
+    votes = MemoryFeedback.objects.select_related("agent").order_by("-updated_at")
     return (MemoryReport.objects.filter(state=ChangeState.OPEN).select_related("memory")
-            .defer("memory__embedding", "memory__search_vector").order_by("-agents", "-created_at"))
+            .defer("memory__embedding", "memory__search_vector")
+            .prefetch_related(Prefetch("memory__feedback_votes", queryset=votes))  # no query per row
+            .order_by("-agents", "-created_at"))
 
 
-def votes_html(memory_id: Any) -> str:
-    """A memory's votes: who said what, why, when."""
-    votes = votes_of(memory_id)
+def votes_html(votes: list[MemoryFeedback]) -> str:
+    """A memory's votes: who said what, why."""
     if not votes:
         return format_html('<span class="hub-muted">{}</span>', "No votes yet.")
     return format_html('<ul class="hub-votes">{}</ul>', format_html_join(
@@ -45,11 +48,12 @@ def report_item(report: MemoryReport) -> dict[str, Any]:
     memory = report.memory
     link = format_html('<a class="hub-link" href="{}">{}</a>', reverse("admin:memories_memory_change", args=[memory.pk]),
                        (memory.summary_l0 or memory.content)[:160])
-    ratings = Counter(v.rating for v in votes_of(memory.pk) if v.rating in ("wrong", "outdated"))
+    votes = list(memory.feedback_votes.all())
+    ratings = Counter(v.rating for v in votes if v.rating in ("wrong", "outdated"))
     said = ", ".join(f"{rating} ({count})" for rating, count in ratings.most_common())
     agree = f"{report.agents} agents agree" if report.agents > 1 else "1 agent"
     return {"kind": KIND, "id": f"report-{report.pk}", "token": f"report:{report.pk}", "when": report.created_at,
-            "why": f"{agree}: {said or 'reported'}", "cells": [link, votes_html(memory.pk)],
+            "why": f"{agree}: {said or 'reported'}", "cells": [link, votes_html(votes)],
             "actions": [queue_action("Archive", "m", reverse("admin:memories_memory_report_action",
                                                              args=[report.pk, "archive"]), report.agents > 1),
                         queue_action("Keep", "d", reverse("admin:memories_memory_report_action",
@@ -102,17 +106,25 @@ class FeedbackPanelMixin:
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = list(super().get_fieldsets(request, obj))  # type: ignore[misc]  # the ModelAdmin it is mixed into
-        if obj is not None and (obj.feedback or votes_of(obj.pk) or obj.reports.exists()):
+        if obj is not None and (obj.feedback or any(self._feedback(obj))):
             fieldsets.insert(1, ("Feedback from agents", {"fields": ("feedback_panel",)}))
         return fieldsets
 
+    @staticmethod
+    def _feedback(memory: Memory) -> tuple[list[MemoryFeedback], list[MemoryReport]]:
+        """Its votes and reports, read once per page (the fieldsets are asked for more than once)."""
+        if not hasattr(memory, "_feedback_rows"):
+            memory._feedback_rows = (votes_of(memory.pk),  # type: ignore[attr-defined]
+                                     list(memory.reports.order_by("-created_at")))
+        return memory._feedback_rows  # type: ignore[attr-defined]
+
     @admin.display(description="votes and reports")
     def feedback_panel(self, memory: Memory) -> str:
-        reports = list(memory.reports.order_by("-created_at"))
+        votes, reports = self._feedback(memory)
         rows = format_html_join("", "<li>{}</li>", ((_report_line(r),) for r in reports))
         return format_html('<p>Net vote <strong>{}</strong> (helpful minus not helpful, one per agent, capped; '
                            'search ranks it by 1 + step × net).</p>{}{}',
-                           f"{memory.feedback:+d}", votes_html(memory.pk),
+                           f"{memory.feedback:+d}", votes_html(votes),
                            format_html('<ul class="hub-reports">{}</ul>', rows) if reports else "")
 
 
