@@ -81,6 +81,7 @@ class TeamRows:
     hold_id: int  # a hold a curator approved (its memory served), one of a batch taken back from the writer
     hold_batch: Any
     raw_ids: list[int]
+    report_id: int = 0  # an agent's report that one of its memories is wrong, open for a curator
     ints: set[int] = field(default_factory=set)  # every integer id of the team's rows
 
     @property
@@ -106,6 +107,8 @@ def text_lesson(word: str) -> str:
 def _team(slug: str, word: str, settings: Any) -> TeamRows:
     import uuid
 
+    from django.utils import timezone
+
     from clusters.models import (
         ClusterChange,
         ClusterMember,
@@ -120,7 +123,9 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
     from memories.models import (
         KnowledgeChange,
         MemoryContribution,
+        MemoryFeedback,
         MemoryHold,
+        MemoryReport,
         MergeCandidate,
         TypeChange,
     )
@@ -147,6 +152,10 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
                                                     chosen=memories[1].memory_type, runner_up="pattern", margin=0.1))
         hold = MemoryHold.objects.create(space=space, memory=memories[1], origin="recall", reasons=[], state="done",
                                          decision="approved", prior_status="active", batch=uuid.uuid4(), held_by="ada")
+        # An agent's report that a memory is wrong, open in the review queue, with its vote.
+        MemoryFeedback.objects.create(space=space, memory=memories[2], agent=agent, rating="wrong",
+                                      reason=f"{word}: the port changed", served_at=timezone.now())
+        report = MemoryReport.objects.create(space=space, memory=memories[2], agents=1)
         job, [result] = files_ingest(agent=agent, files=[(f"{word}-session.jsonl", session_file(word))], space=space)
         session_process(session_id=result.session_id)
         text_ingest(agent=agent, space=space, text=text_lesson(word))
@@ -171,11 +180,12 @@ def _team(slug: str, word: str, settings: Any) -> TeamRows:
             type_change_id=type_change.pk,
             contribution_id=MemoryContribution.objects.filter(space=space).values_list("pk", flat=True).first(),
             hold_id=hold.pk, hold_batch=hold.batch,
-            raw_ids=list(RawUpload.objects.filter(space=space).values_list("pk", flat=True)),
+            raw_ids=list(RawUpload.objects.filter(space=space).values_list("pk", flat=True)), report_id=report.pk,
         )
         assert rows.segment_ids and rows.contribution_id and len(rows.raw_ids) >= 2, rows
         for model in (KnowledgeCluster, ClusterMember, Skill, SkillVersion, MergeCandidate, MemoryContribution,
-                      RawUpload, TaskSegment, KnowledgeChange, ClusterChange, ClusterSuggestion, TypeChange, MemoryHold):
+                      RawUpload, TaskSegment, KnowledgeChange, ClusterChange, ClusterSuggestion, TypeChange, MemoryHold,
+                      MemoryFeedback, MemoryReport):
             rows.ints |= set(model.objects.filter(space=space).values_list("pk", flat=True))
         rows.ints.add(rows.session_id)
     return rows

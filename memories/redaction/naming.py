@@ -61,7 +61,8 @@ def _parts(word: str) -> list[str]:
 
 def _head(text: str, start: int) -> tuple[str, list[str]]:
     """The text before the noun of ``text[start:]`` and the noun's words, last two at most."""
-    line_start = max(text.rfind("\n", 0, start) + 1, start - 80)
+    low = max(0, start - 80)
+    line_start = max(low, text.rfind("\n", low, start) + 1)
     before = text[line_start:start]
     connector = _CONNECTOR_RE.search(before)
     head_end = connector.start() if connector else len(before)

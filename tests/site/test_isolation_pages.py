@@ -36,6 +36,7 @@ ACTIONS = {"memories_memory_review_action": ["accept", "write"], "memories_memor
            "memories_memory_change_action": ["undo", "new", "old", "both"],
            "memories_memory_type_action": ["set", "undo"],
            "memories_memory_hold_action": ["approve", "reject", "undo"],
+           "memories_memory_report_action": ["archive", "keep", "undo"],
            "clusters_skill_version": ["publish", "reject"],
            "clusters_knowledgecluster_suggestion": ["merge", "dismiss"]}
 # What a POST to a row's page sends: enough for each form to reach its row (a merged text, a target
@@ -97,6 +98,7 @@ def _a_rows(teams: Teams) -> dict[str, Any]:
             "job_id": uuid.UUID(teams.a.job_id), "segment_id": teams.a.segment_ids[0], "raw_id": teams.a.raw_ids[0],
             "token_id": ApiToken.objects.filter(agent=teams.a.agent).values_list("pk", flat=True).first(),
             "hold_id": teams.a.hold_id, "agent_id": teams.a.agent.pk, "batch": teams.a.hold_batch,
+            "report_id": teams.a.report_id,
             "id": teams.a.agent.user_id}
 
 
@@ -145,7 +147,7 @@ def _row_pages() -> list[Page]:
 
 def test_the_suite_opens_every_admin_page():
     pages = admin_pages()
-    assert len(pages) == 154, len(pages)  # a new page changes this number, and is opened below
+    assert len(pages) == 155, len(pages)  # a new page changes this number, and is opened below
     assert {p.model._meta.label for p in pages if p.model} == {m._meta.label for m in admin.site._registry}
 
 

@@ -157,16 +157,26 @@ _GROUPED_SEED_RE = re.compile(r"(?i)\b(?:[a-z2-7]{4}[ -]){3,}[a-z2-7]{4}\b")
 _CODE_CUE_RE = re.compile(r"(?i)(?:backup|recovery|2fa|mfa|one-time)[ _-]?codes?|恢复码|备用码|备用验证码|安全码")
 
 
+def _line_from(text: str, position: int, window: int) -> int:
+    """Where the context of ``position`` starts: its line's start, or ``window`` characters back on
+    a longer line. Bounded, so a text of one long line (a tool's output) is not read from its start
+    for every token."""
+    low = max(0, position - window)
+    return max(low, text.rfind("\n", low, position) + 1)
+
+
 def _in_code_list(text: str, line_start: int, start: int) -> bool:
     """Does a backup or recovery code cue stand before ``start`` in the same clause ("recovery codes:
     e37b4-700fd a3bc5-2d67d f955e-0e0b5" — every code of the list, however long it runs)?"""
-    for match in _CODE_CUE_RE.finditer(text, line_start, start):
+    for match in _CODE_CUE_RE.finditer(text, max(line_start, start - _CODE_LIST_WINDOW), start):
         if not _CLAUSE_END_RE.search(text, match.end(), start):
             return True
     return False
 
 
 _CLAUSE_END_RE = re.compile(r"[;。；]|\.\s")
+_CODE_LIST_WINDOW = 400  # characters: a list of codes is short; a long line is not read from its start per token
+_CONTEXT_WINDOW = 200  # characters before a value that the tool, flag and public-word checks read
 
 
 def _digest_shaped(value: str) -> bool:
@@ -217,8 +227,7 @@ def _cue_before(text: str, cues: list[tuple[int, int, str]], starts: list[int], 
     """The cue that binds the value at ``start``: on its line, within the window, with at most
     four plain words between ("the token that finally worked was …", not "its token instead of
     the app id …")."""
-    line_start = text.rfind("\n", 0, start) + 1
-    low = max(line_start, start - _CUE_WINDOW)
+    low = _line_from(text, start, _CUE_WINDOW)
     for _cue_start, cue_end, kind in cues[bisect.bisect_left(starts, low):]:
         if cue_end > start:
             break
@@ -242,7 +251,7 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
         if run:
             out.append((match.start("run"), match.start("run") + len(run), run, "phrase"))
     for match in _QUOTED_ARGUMENT_RE.finditer(text):  # ssh-keygen -P "old horse battery", mysql -p'…'
-        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_start = _line_from(text, match.start(), _CONTEXT_WINDOW)
         if _TOOL_RE.search(text, line_start, match.start()) and not is_reference(match.group("value")):
             out.append((match.start("value"), match.end("value"), match.group("value"), "phrase"))
     for match in _GROUPED_SEED_RE.finditer(text):
@@ -265,7 +274,7 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             cue = "url"  # named a password right after: "used Adm1n as its password"
         if offset and cue is None and _OWN_NAME_RE.search(token[:offset]):
             cue = "strong"  # the value's own name
-        line_start = text.rfind("\n", 0, start) + 1
+        line_start = _line_from(text, start, _CONTEXT_WINDOW)
         before = text[line_start:start]
         if _SECURE_STRING_RE.search(before):
             cue = "url"  # PowerShell's ConvertTo-SecureString "…" -AsPlainText: the argument is a password
@@ -291,9 +300,8 @@ def find(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[F
     model = likeness_model()
     found: list[Finding] = []
     for start, end, value, cue in candidates(text, holds_secret):
-        line_start = text.rfind("\n", 0, start) + 1
-        line_end = text.find("\n", end)
-        line = text[line_start : line_end if line_end != -1 else len(text)]
+        line_start = _line_from(text, start, _CONTEXT_WINDOW)
+        line = text[line_start:end]  # what the checks below read: the context before the value, and the value
         if cue in ("url", "phrase"):  # a run of words outranks a cue rule's guess at its first word
             found.append(Finding(start, end, TAG, PHRASE_SCORE if cue == "phrase" else SCORE, "likeness"))
             continue
