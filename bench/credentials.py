@@ -3,8 +3,9 @@
     .venv/bin/python bench/credentials.py [--sets tune,fresh] [--misses tune] [--json]
 
 Sets (tests/data/): ``secret_sentences.jsonl`` (**tune**: the detectors' thresholds were chosen on
-it) and ``secret_sentences_fresh.jsonl`` (**fresh**: written blind by someone who saw neither the
-detectors nor the other set; never tuned on, its misses are not read). Each line:
+it) and ``secret_sentences_fresh.jsonl``, ``_fresh3`` and ``_fresh4`` (**fresh**, **fresh3**,
+**fresh4**: each written blind by someone who saw neither the detectors nor the other sets; never
+tuned on, their misses are not read). Each line:
 ``{id, kind: secret|ordinary, family, lang, text, secrets: [...], keep: [...]}``.
 
 A secret **leaks** when the redacted text still holds it, or any piece of it of half its length
@@ -27,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import ROOT, django_setup, print_table, write_results  # noqa: E402
 
 SETS = {"tune": ROOT / "tests/data/secret_sentences.jsonl", "fresh": ROOT / "tests/data/secret_sentences_fresh.jsonl",
-        "fresh3": ROOT / "tests/data/secret_sentences_fresh3.jsonl"}
+        "fresh3": ROOT / "tests/data/secret_sentences_fresh3.jsonl",
+        "fresh4": ROOT / "tests/data/secret_sentences_fresh4.jsonl"}
 
 
 def leaked(secret: str, output: str) -> bool:
@@ -55,7 +57,7 @@ def measure(rows: list[dict], outputs: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="tune,fresh,fresh3")
+    parser.add_argument("--sets", default="tune,fresh,fresh3,fresh4")
     parser.add_argument("--misses", choices=["tune"], default=None, help="list the tuning set's leaks and losses")
     parser.add_argument("--without-likeness", action="store_true",
                         help="the detectors as they were before the learned secret-likeness score")

@@ -32,6 +32,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
@@ -278,6 +279,11 @@ def fuzz_operation(operation: Any, *, base_url: str, token: str, role: str, exam
     checks = _checks(foreign)
 
     def send(case: Any) -> None:
+        meta = getattr(case, "meta", None)
+        if case.headers and "Idempotency-Key" in case.headers and meta is not None and meta.generation.mode.is_positive:
+            # A client sends a new key for each logical request (the schema says so); the generator reuses
+            # its few values across different bodies, which the hub rightly refuses (422, key reused).
+            case.headers["Idempotency-Key"] = uuid.uuid4().hex
         response = case.call(base_url=base_url, session=session, headers=headers, timeout=REQUEST_TIMEOUT)
         result.requests += 1
         result.statuses[response.status_code] += 1

@@ -20,8 +20,9 @@ from rest_framework.views import APIView
 from agents.models import Role
 from agents.scoping import SpaceScope, api_access, in_space, query_read_ids, read_ids
 from clusters import selectors, services
-from core.api_schema import SPACES_PARAM, error_responses
+from core.api_schema import SPACES_PARAM, error_responses, int_path
 from core.fields import SpaceSlugField, StrictCharField, spaces_filter
+from core.query import DeclaredQueryOnly
 
 
 def _context(request: Request) -> dict[str, Any]:
@@ -107,6 +108,9 @@ class ClusterDetailSerializer(ClusterSummarySerializer):
     members = ClusterMemberSerializer(many=True, help_text="active members, most hit first (at most 200)")
 
 
+CLUSTER_ID = int_path("cluster_id", "the cluster's id")
+
+
 class ClusterListApi(APIView):
     @extend_schema_serializer(component_name="ClusterListFilter")
     class FilterSerializer(serializers.Serializer):
@@ -124,16 +128,17 @@ class ClusterListApi(APIView):
 
 
 class ClusterDetailApi(APIView):
-    @extend_schema(parameters=[SPACES_PARAM], responses={200: ClusterDetailSerializer, **error_responses(400, 403, 404)})
+    @extend_schema(parameters=[SPACES_PARAM, CLUSTER_ID], responses={200: ClusterDetailSerializer,
+                                                                  **error_responses(400, 403, 404)})
     def get(self, request: Request, cluster_id: int) -> Response:
         detail = selectors.cluster_detail(cluster_id=cluster_id, members_limit=200, space_ids=_space_ids(request))
         return Response(ClusterDetailSerializer(detail, context=_context(request)).data)
 
 
 class ClusterCrystallizeApi(APIView):
-    permission_classes = [IsAdminUser, SpaceScope]
+    permission_classes = [IsAdminUser, DeclaredQueryOnly, SpaceScope]
 
-    @extend_schema(request=None, responses={
+    @extend_schema(request=None, parameters=[CLUSTER_ID], responses={
         200: inline_serializer("CrystallizeResult", {
             "cluster": ClusterSummarySerializer(),
             "version": SkillVersionSerializer(allow_null=True, help_text="the version written, if any"),
@@ -184,10 +189,10 @@ class SkillVersionsApi(APIView):
 class SkillPublishApi(APIView):
     """Publish a version (a new one a curator approved, or an older one: a rollback)."""
 
-    permission_classes = [IsAdminUser, SpaceScope]
+    permission_classes = [IsAdminUser, DeclaredQueryOnly, SpaceScope]
 
-    @extend_schema(request=None, parameters=[SPACES_PARAM], responses={200: SkillVersionSerializer,
-                                                                       **error_responses(400, 403, 404)})
+    @extend_schema(request=None, parameters=[SPACES_PARAM, int_path("version", "the version's number")],
+                   responses={200: SkillVersionSerializer, **error_responses(400, 403, 404)})
     def post(self, request: Request, slug: str, version: int) -> Response:
         writable = [i for i in _space_ids(request) if api_access(request).can(i, Role.WRITER)]
         row = selectors.skill_version_get(slug=slug, version=version, space_ids=writable)

@@ -8,7 +8,6 @@ same serializer.
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
@@ -59,8 +58,9 @@ def error_responses(*codes: int, authenticated: bool = True) -> dict[int, OpenAp
 
 
 IDEMPOTENCY_KEY = OpenApiParameter(
-    "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-    description="Any string up to 200 characters, new for each logical request and the same on its retries: "
+    "Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+    OpenApiParameter.HEADER, required=False,
+    description="Any string of 1 to 200 characters, not only spaces, new for each logical request and the same on its retries: "
                 "a repeat within a day answers what the first answered (header Idempotent-Replayed: true) "
                 "and changes nothing.")
 
@@ -73,3 +73,10 @@ SPACES_PARAM = OpenApiParameter(
     description="Only these spaces (slugs; repeat the parameter or separate them with commas). Default: every "
                 "space the caller may read. A space the caller may not read is refused (403) like one that "
                 "does not exist.")
+
+
+def int_path(name: str, description: str) -> OpenApiParameter:
+    """An integer id in the path, bounded as the database stores it (bigint): a longer number is
+    no id, and is refused as one (404) rather than by a proxy's URL limit."""
+    return OpenApiParameter(name, {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}, OpenApiParameter.PATH,
+                            description=description)

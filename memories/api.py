@@ -117,7 +117,7 @@ class MemoryUploadApi(IdempotentPost, APIView):
                         status=upload_status(result))
 
     def _batch(self, request: Request) -> Response:
-        if set(request.data) - {"memories", "space"}:
+        if set(request.data) & (set(self.InputSerializer().fields) - {"space"}):  # unknown keys are ignored, as on one
             raise ValidationError({"memories": ["send one memory's fields or a memories list, not both"]})
         batch = self.BatchInputSerializer(data=request.data)
         batch.is_valid(raise_exception=True)

@@ -310,7 +310,9 @@ ULTRON_TOKEN_DAYS = env_int(
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agents.auth.AgentTokenAuthentication"],
     # SpaceScope last: it opens the caller's spaces in the database (agents/scoping.py).
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated", "agents.scoping.SpaceScope"],
+    # DeclaredQueryOnly: a query parameter the operation does not declare in the schema is a 400 (core/query.py).
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated", "core.query.DeclaredQueryOnly",
+                                   "agents.scoping.SpaceScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.parsers.JSONBodyParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

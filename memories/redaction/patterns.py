@@ -37,9 +37,11 @@ class Rule:
     validate_match: Callable[[re.Match[str]], bool] | None = None
     # A substring every match contains: a text without it is skipped without running the pattern.
     needs: str = ""
+    # The same as a pattern: one linear search that a text without it fails fast.
+    near: re.Pattern[str] | None = None
 
     def find(self, text: str) -> list[Finding]:
-        if self.needs and self.needs not in text:
+        if (self.needs and self.needs not in text) or (self.near is not None and not self.near.search(text)):
             return []
         found = []
         group = self.group if (self.group == 0 or self.group in self.pattern.groupindex) else 0
@@ -127,6 +129,9 @@ _KEY_NAME = (
     r"|serial|hmac|webhook|data)[_-]?key|credentials?|auth|salt"
     r"|sess(?:ion)?[_-]?(?:id|key|token)|sessid|sid|activation[_-]?code)"
 )
+# What every key-name match ends with: its last word and the assignment after it.
+_KEY_TAIL_RE = re.compile(r"(?i)(?:pass(?:word|wd|phrase)?|pwd|pw|secret|token|key|credentials?|auth|salt|id|sid|code)"
+                          r"[\"']?\s*(?::=|:|=)")
 _SEP = r"""["']?\s*(?::=|:|=)\s*["']?"""
 # An unquoted value runs to whitespace or punctuation that ends a value in code; "&" ends it
 # only where a query-string parameter follows ("pw=x&next=/"): in "password=Tr0ub4dor&3" it
@@ -306,13 +311,13 @@ RULES: list[Rule] = [
     # password=..., api_key: "...", SECRET_TOKEN=..., --api-key VALUE: only the value goes.
     Rule("REDACTED_CREDENTIAL", re.compile(
         r"(?:^|(?<=[\s\"'`{,(;&?\[])|(?<=[:/])(?=_))[\"']?" + _KEY_NAME + r"[\"']?\s*(?::=|:|=)\s*" + _VALUE, re.IGNORECASE),
-        score=0.9, group="value", validate=secret_like, validate_match=not_its_own_name),
+        score=0.9, group="value", validate=secret_like, validate_match=not_its_own_name, near=_KEY_TAIL_RE),
     # Vendors whose keys have a fixed shape: IBM Cloud IAM (44), SoftLayer (64), Cloudant (24/64).
     Rule("REDACTED_CREDENTIAL", _vendor("ibm|cloud|iam", r"[A-Za-z0-9_-]{44}"), group="value"),
     Rule("REDACTED_CREDENTIAL", _vendor("softlayer|sl", r"[a-z0-9]{64}", space_sep=True), group="value"),
     Rule("REDACTED_CREDENTIAL", _vendor("cloudant|clou|cl", r"[a-z0-9]{64}|[a-z0-9]{24}"), group="value"),
     Rule("REDACTED_CREDENTIAL", re.compile(r"(?:^|(?<=\s))--" + _KEY_NAME + r"\s+" + _VALUE, re.IGNORECASE),
-         score=0.9, group="value", validate=secret_like),
+         score=0.9, group="value", validate=secret_like, needs="--"),
     # --- identifiers ----------------------------------------------------------------------------
     # UUIDs stay: they name rows, requests and jobs, not people; one that is a secret is assigned
     # to a secret's name or follows a cue word, and goes as that.

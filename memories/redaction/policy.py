@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from memories.redaction import Redacted, analyze_many, apply_findings, redact_many
+from memories.redaction.patterns import Finding
 
 
 class Occasion(StrEnum):
@@ -59,6 +60,13 @@ def redact_for(occasion: Occasion, texts: list[str]) -> list[Redacted]:
     found = analyze_many(texts, names=policy.names)
     return [apply_findings(text or "", [f for f in findings if f.tag not in policy.keep_tags])
             for text, findings in zip(texts, found, strict=True)]
+
+
+def findings_for(occasion: Occasion, texts: list[str]) -> list[list[Finding]]:
+    """What ``occasion``'s policy redacts in each text, as findings with their offsets (for a
+    caller that puts the redaction back into a structure the texts were made from)."""
+    policy = POLICIES[occasion]
+    return [[f for f in findings if f.tag not in policy.keep_tags] for findings in analyze_many(texts, names=policy.names)]
 
 
 def redact_one_for(occasion: Occasion, text: str) -> Redacted:

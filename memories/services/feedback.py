@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from core.errors import NOT_FOUND, ApplicationError
+from core.errors import FORBIDDEN, NOT_FOUND, ApplicationError
 from memories.models import ChangeState, Memory, MemoryFeedback, MemoryReport, Rating, Status
 from memories.models_feedback import REPORTING
 from memories.services.inputs import MemoryInputError
@@ -47,20 +47,25 @@ def serve_id_issue(*, reader_id: int | None, memory_ids: list[Any]) -> str | Non
     return signing.dumps({"a": reader_id, "m": served}, salt=_SALT, compress=True)
 
 
+def _refused(why: str) -> ApplicationError:
+    """A vote the serve_id does not entitle: well formed, but not this agent's to cast (403)."""
+    return ApplicationError(why, code=FORBIDDEN, field="serve_id")
+
+
 def _served_at(serve_id: str, *, reader_id: int, memory_id: uuid.UUID) -> datetime.datetime:
     max_age = datetime.timedelta(days=settings.ULTRON_SERVE_MAX_AGE_DAYS)
     try:
         note = signing.loads(serve_id, salt=_SALT, max_age=max_age)
     except signing.SignatureExpired as exc:
-        raise MemoryInputError("serve_id", f"this serve_id is older than {max_age.days} days") from exc
+        raise _refused(f"this serve_id is older than {max_age.days} days") from exc
     except signing.BadSignature as exc:
-        raise MemoryInputError("serve_id", "not a serve_id this hub issued") from exc
+        raise _refused("not a serve_id this hub issued") from exc
     served = note.get("m", "") if isinstance(note, dict) else ""
     if not isinstance(note, dict) or note.get("a") != reader_id:
-        raise MemoryInputError("serve_id", "this serve_id was issued to another agent")
+        raise _refused("this serve_id was issued to another agent")
     prefixes = {served[i : i + _PREFIX] for i in range(0, len(served), _PREFIX)}
     if memory_id.hex[:_PREFIX] not in prefixes:
-        raise MemoryInputError("serve_id", "the call this serve_id names did not serve this memory")
+        raise _refused("the call this serve_id names did not serve this memory")
     # Signed as value:timestamp:signature; the signature checked above covers the timestamp.
     return datetime.datetime.fromtimestamp(signing.b62_decode(serve_id.rsplit(":", 2)[-2]), tz=datetime.UTC)
 

@@ -70,12 +70,12 @@ def test_a_vote_needs_the_call_that_served_that_memory_to_that_agent(memory_id, 
     reader, other = _client(reader_agent), _client(agent_create(name="other-otto"))
     _, others_serve = _served(other)
     refused = _vote(reader, memory_id, "helpful", others_serve)  # another agent's call
-    assert refused.status_code == 400 and "another agent" in refused.content.decode()
+    assert refused.status_code == 403 and "another agent" in refused.content.decode()
     _, empty_serve = _served(reader, query="kubernetes ingress annotations for websockets")
     nothing = serve_id_issue(reader_id=reader_agent.pk, memory_ids=[])
     for serve_id in (nothing, "forged:value:sig", empty_serve.replace(":", ";", 1)):
         response = _vote(reader, memory_id, "wrong", serve_id)
-        assert response.status_code == 400, response.content
+        assert response.status_code == 403 and response.json()["field"] == "serve_id", response.content
     assert not MemoryFeedback.objects.exists() and not MemoryReport.objects.exists()
 
 
@@ -87,7 +87,7 @@ def test_an_expired_serve_id_is_refused(memory_id, settings, monkeypatch):
     monkeypatch.setattr(signing.TimestampSigner, "timestamp", lambda self: signing.b62_encode(0))
     old = serve_id_issue(reader_id=reader_agent.pk, memory_ids=[memory_id])
     response = _vote(reader, memory_id, "helpful", old)
-    assert response.status_code == 400 and "older than 1 days" in response.content.decode()
+    assert response.status_code == 403 and "older than 1 days" in response.content.decode()
 
 
 def test_one_vote_per_agent_a_new_one_replaces_it_and_null_clears_it(memory_id):

@@ -218,6 +218,12 @@ def _public_shape(value: str, before: str, holds_secret: Callable[[str], bool] |
     return decoded is not None and not (holds_secret and holds_secret(decoded))
 
 
+def names_secret(name: str) -> bool:
+    """Does a field's name hold a word that names a secret (``private_key``, ``DB_PASSWORD``,
+    ``signature``, ``密码``)?"""
+    return bool(name) and any(_CUE_RE.finditer(name.replace("_", " ").replace("-", " ")))
+
+
 def _cues(text: str) -> list[tuple[int, int, str]]:
     """Every cue of ``text``, once: (start, end, ``strong`` / ``weak``)."""
     return [(m.start(), m.end(), "weak" if m.group("weak") else "strong") for m in _CUE_RE.finditer(text)]
