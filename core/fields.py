@@ -15,7 +15,10 @@ from rest_framework.exceptions import ValidationError
 # White space as both sides count it (Python's ``str.strip`` and JSON Schema's ECMA ``\s``): a
 # value that must not be blank has a character outside it, which the schema declares as a pattern.
 _WHITE = "\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-NOT_BLANK_PATTERN = f"[^{_WHITE}]"
+# PostgreSQL text holds no NUL, so no string field takes one: the schema says so too. Linear for
+# any text without NUL (the only texts the validator sees: NUL is refused before, by its name).
+NOT_BLANK_PATTERN = rf"^[^\x00]*?[^{_WHITE}\x00][^\x00]*$"
+NO_NUL_PATTERN = r"^[^\x00]*$"
 
 
 class StrictCharField(serializers.CharField):
@@ -30,6 +33,8 @@ class StrictCharField(serializers.CharField):
                 self.min_length = 1
                 self.validators.append(MinLengthValidator(1))
             self.validators.append(RegexValidator(NOT_BLANK_PATTERN, message="This field may not be blank."))
+        else:
+            self.validators.append(RegexValidator(NO_NUL_PATTERN, message="must not contain NUL characters"))
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):

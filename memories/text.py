@@ -11,7 +11,7 @@ import unicodedata
 _WS_RE = re.compile(r"\s+")
 # Rough token count: one per CJK character, one per word, one per other symbol.
 _TOKEN_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？])|\n+")
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
 
 
 def normalise_space(text: str) -> str:

@@ -87,7 +87,9 @@ def paths_collect(paths: Iterable[str], *, roots: list[str] | None) -> list[tupl
                         out.append((str(given / full.relative_to(real)), full))
         elif real.is_file():
             if not accepted_name(real.name):
-                raise IngestError(f"{raw}: only {ACCEPTED} session files are ingested", field="paths")
+                # The hub reads session files only: any other file on the server is not the caller's to read.
+                raise IngestError(f"{raw}: only {ACCEPTED} session files are ingested", code=errors.FORBIDDEN,
+                                  field="paths")
             out.append((str(given), real))
         else:
             raise IngestError(f"{raw}: no such file or directory", code=errors.NOT_FOUND, field="paths")
@@ -272,7 +274,7 @@ def acting_agent(*, user: Any, name: str | None) -> Agent:
             raise IngestError("only curators may ingest on behalf of another agent", code=errors.FORBIDDEN, field="agent")
         other = agent_by_name(name=name)
         if other is None:
-            raise IngestError(f"no agent named {name!r}", field="agent")
+            raise IngestError(f"no agent named {name!r}", code=errors.NOT_FOUND, field="agent")
         return other
     if agent is None:
         raise IngestError("this account is not an agent", code=errors.FORBIDDEN)

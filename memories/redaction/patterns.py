@@ -115,9 +115,12 @@ def is_reference(value: str) -> bool:
 def secret_like(value: str) -> bool:
     """Is the value of a ``password=`` / ``api_key:`` style assignment a secret? Any value of
     three characters or more that is not a stand-in (``is_reference``) is: when in doubt, redact
-    (a short or plain-word password is still a password)."""
+    (a short or plain-word password is still a password). An article or pronoun starts a sentence,
+    not a value ("secret: the Kibana admin password is …")."""
+    from memories.redaction.names import stop_words
+
     value = value.strip().strip("\"'`")
-    return len(value) >= 3 and not is_reference(value)
+    return len(value) >= 3 and not is_reference(value) and value.lower() not in stop_words()
 
 
 # Names of assignment keys whose value is a secret, matched at the end of the name:

@@ -73,12 +73,13 @@ _REBALANCE_SQL = """
 WITH ranked AS (
     -- Each space is ranked on its own: a team's tiers do not depend on another team's hits.
     -- HOT is drawn from the memories enough distinct agents used (hot_rank ranks those apart):
-    -- one agent's reads, however many, cannot make a memory HOT.
+    -- one agent's reads, however many, cannot make a memory HOT. Memories of equal use share
+    -- their rank, and so their tier: upload order breaks no tie (on a fresh hub, where every
+    -- memory has its one hit, all are WARM).
     SELECT memory_id AS id, space_id, tier AS old_tier, seen, readers >= %(readers)s AS eligible,
-           row_number() OVER (PARTITION BY space_id ORDER BY hit_count DESC, seen DESC, created_at DESC, memory_id)
-               AS rank,
-           row_number() OVER (PARTITION BY space_id, readers >= %(readers)s
-                              ORDER BY hit_count DESC, seen DESC, created_at DESC, memory_id) AS hot_rank,
+           rank() OVER (PARTITION BY space_id ORDER BY hit_count DESC, readers DESC) AS rank,
+           rank() OVER (PARTITION BY space_id, readers >= %(readers)s ORDER BY hit_count DESC, readers DESC)
+               AS hot_rank,
            count(*) OVER (PARTITION BY space_id) AS total
     FROM {ranks}
 ), tiered AS (
@@ -132,7 +133,7 @@ _TRIGGERS_ASIDE = "SELECT set_config('ultron.lexemes_counted', %s, true), set_co
 def tiers_rebalance() -> RebalanceResult:
     """Re-tier every active memory by rank and archive stale COLD ones, in set-based SQL.
 
-    Rank: hit_count desc, then last hit desc. The top ``ULTRON_HOT_PERCENT`` (rounded up) of
+    Rank: hit_count desc, then distinct readers desc; ties share a rank (and a tier). The top ``ULTRON_HOT_PERCENT`` (rounded up) of
     the memories used by ``ULTRON_HOT_MIN_READERS`` distinct agents or more are HOT, up to ``HOT + WARM`` percent WARM, the rest COLD. COLD memories not hit (or created)
     for ``ULTRON_ARCHIVE_AFTER_DAYS`` days are archived (0 disables archival).
     """

@@ -454,3 +454,11 @@ def test_each_occasion_redacts_as_its_policy_says():
     assert "Alice" not in memory and "<PERSON>" in memory
     assert "Alice Johnson" in archive  # the archive runs the pattern recognizers only
     assert "Alice Johnson" in hub  # a skill's own subjects were redacted in its memories already
+
+
+def test_a_cue_and_colon_before_a_sentence_redact_the_value_not_the_article():
+    """``secret: the Kibana admin password is …``: "the" starts the sentence; the password goes."""
+    result = redact("secret: the Kibana admin password is kb-Adm1n!2024 and must be rotated")
+    assert result.text.startswith("secret: the Kibana admin password is <") and "Adm1n" not in result.text
+    assert redact("token: the one in the CI settings expired yesterday").text == (
+        "token: the one in the CI settings expired yesterday")

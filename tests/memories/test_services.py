@@ -286,11 +286,21 @@ def test_rebalance_percentile_edges(agent, n, hot, warm, cold):
     assert ordered == [Tier.HOT] * hot + [Tier.WARM] * warm + [Tier.COLD] * cold
 
 
-def test_rebalance_breaks_hit_ties_by_most_recent_hit(agent):
-    rows = _make(10, agent, hits=lambda i: 5)
+def test_rebalance_gives_memories_of_equal_use_one_tier(agent):
+    """No tie is broken by upload or hit time: ten memories of five hits each share a tier."""
+    _make(10, agent, hits=lambda i: 5)
     tiers_rebalance()
-    hot = Memory.objects.get(tier=Tier.HOT)
-    assert hot.pk == rows[0].pk  # rows[0] was hit most recently
+    assert len(set(Memory.objects.values_list("tier", flat=True))) == 1
+
+
+def test_on_a_fresh_hub_nothing_is_hot_and_nothing_cold_by_upload_order(agent):
+    """Day one: every memory has its writer's one hit. None is HOT (no agent used it), and the
+    last uploads do not push the first ones COLD."""
+    for i in range(8):
+        memory_upload(agent=agent, content=f"Rule {i}: never log full card numbers; mask the PAN to the last {i + 1} "
+                                           f"digits in service {i}.")
+    tiers_rebalance()
+    assert set(Memory.objects.values_list("tier", flat=True)) == {Tier.WARM}
 
 
 def test_rebalance_archives_stale_cold_memories_only(agent, settings):

@@ -96,6 +96,10 @@ def test_l0_is_the_first_sentence_within_budget():
     assert extractive_l0("第一句话。第二句话。") == "第一句话。"
     assert extractive_l0("npm ERR! code EACCES when installing globally. Fix it.") == (
         "npm ERR! code EACCES when installing globally.")
+    # A semicolon joins two halves of one sentence: the title keeps both.
+    assert extractive_l0("Never log full card numbers; mask the PAN to the last 4 digits. Also audit logs.") == (
+        "Never log full card numbers; mask the PAN to the last 4 digits.")
+    assert extractive_l0("不要记录完整卡号；只保留后四位。其余脱敏。") == "不要记录完整卡号；只保留后四位。"
 
 
 def test_l1_splits_its_budget_70_15_15_and_cuts_with_an_ellipsis():
