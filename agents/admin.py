@@ -21,7 +21,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from agents import admin_members  # noqa: F401  (registers the spaces and members pages)
-from agents.admin_spaces import space_admin_ids, space_choices
+from agents.admin_spaces import page_space_chosen, space_admin_ids, space_choices
 from agents.models import Agent, ApiToken, Role, Space
 from agents.selectors import agents_within_spaces
 from agents.services import agent_create, token_issue, token_lifetime, token_revoke
@@ -127,12 +127,15 @@ class AgentAdmin(ViewerLinks, HubAdmin):
         if not self.has_add_permission(request):
             raise PermissionDenied
         form = AgentForm(request.POST or None)
-        spaces = [] if request.user.is_superuser else space_choices(request, space_admin_ids(request))
+        # Every agent is made in a space it writes to, chosen here: a space's admin among their own
+        # spaces, a hub admin among all, starting from the one the header's switcher is on (an agent
+        # made while another team's space is shown used to land in the shared space unseen).
+        ids = list(Space.objects.values_list("pk", flat=True)) if request.user.is_superuser else space_admin_ids(request)
+        spaces = space_choices(request, ids)
         if spaces:
-            # A space's admin makes agents of their own spaces (without a space, an agent writes
-            # to the shared space, which they may not administer).
             form.fields["space"] = forms.TypedChoiceField(
                 coerce=int, required=False, empty_value=None, choices=[(s["id"], s["slug"]) for s in spaces],
+                initial=page_space_chosen(request) or (spaces[0]["id"] if len(spaces) == 1 else None),
                 help_text="The agent writes to this space (its default); add other spaces under Members.",
                 error_messages={"invalid_choice": "Choose one of your spaces."})
         if request.method == "POST" and form.is_valid() and spaces and form.cleaned_data["space"] is None:

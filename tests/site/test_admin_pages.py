@@ -425,6 +425,27 @@ def test_admin_creates_an_agent_whose_token_is_shown_once_and_works(admin_client
     assert api.get("/api/memories/stats").status_code == 401
 
 
+def test_a_hub_admin_makes_an_agent_in_the_space_the_switcher_shows_and_the_token_page_says_so(admin_client_role):
+    """Two spaces: the form asks which one the agent writes to, starting from the switcher's;
+    without an answer it refuses; the token page names the space."""
+    from django.contrib.auth import get_user_model
+
+    from agents.models import Agent, Role
+    from agents.services import membership_set, space_create
+
+    team = space_create(slug="team-b")
+    membership_set(space=team, user=get_user_model().objects.get(username="admin-person"), role=Role.ADMIN)
+    admin_client_role.post(reverse("admin:space_switch"), {"space": team.pk, "next": reverse("admin:index")})
+    form = admin_client_role.get(reverse("admin:agents_agent_add")).content.decode()
+    assert f'<option value="{team.pk}" selected>team-b</option>' in form
+    refused = admin_client_role.post(reverse("admin:agents_agent_add"), {"name": "nowhere-bot"})
+    assert "Choose the space the agent writes to" in refused.content.decode()
+    assert not Agent.objects.filter(name="nowhere-bot").exists()
+    made = admin_client_role.post(reverse("admin:agents_agent_add"), {"name": "team-bot", "space": team.pk})
+    assert "space <strong>team-b</strong>" in made.content.decode()
+    assert Agent.objects.get(name="team-bot").default_space == team
+
+
 def test_a_bad_agent_name_is_named_beside_the_field(admin_client_role):
     response = admin_client_role.post(reverse("admin:agents_agent_add"), {"name": "no spaces please"})
     assert response.status_code == 200 and "letters, digits" in response.content.decode().lower()
