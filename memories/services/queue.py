@@ -53,7 +53,8 @@ def _close(candidates: list[MergeCandidate], status: str, decided_by: str) -> No
 def family_merge(*, candidate_ids: Iterable[int], decided_by: str, keep_text: str | None = None) -> Memory:
     """Merge every active memory of the open candidates ``candidate_ids`` into the oldest and close
     them. ``keep_text`` (``older`` / ``newer``) settles the merged text now: the oldest's own, or the
-    newest member's (an edit: redacted, re-embedded, its cluster updated); None leaves the folded
+    newest member's, each field that side lacks taken from the newest member that has it
+    (``_merged_fields``; an edit: redacted, re-embedded, its cluster updated); None leaves the folded
     texts as contributions for an LLM merge. Raises ``MemoryInputError`` when nothing is left to
     merge (decided meanwhile, or fewer than two members still active)."""
     if keep_text is not None and keep_text not in KEEP_TEXTS:
@@ -77,14 +78,33 @@ def family_merge(*, candidate_ids: Iterable[int], decided_by: str, keep_text: st
         memory_history_record(memory_id=keep.pk, editor=decided_by, action="merge",
                               after={"merged": [str(m.pk) for m in others]},
                               note=f"merged {len(others)} from the review queue; {text[keep_text]}")
-        if keep_text == "older":
-            keep.contributions.filter(merged_at__isnull=True).update(merged_at=timezone.now())
-            Memory.objects.filter(pk=keep.pk).update(merge_pending=False)
-        elif keep_text == "newer":
-            newest = others[-1]
-            memory_merge_write(memory_id=keep.pk, editor=decided_by, content=newest.content,
-                               context=newest.context, resolution=newest.resolution)
+        if keep_text is not None:
+            fields = _merged_fields(members, keep_text)
+            if fields == {f: getattr(keep, f) for f in _TEXT_FIELDS}:
+                keep.contributions.filter(merged_at__isnull=True).update(merged_at=timezone.now())
+                Memory.objects.filter(pk=keep.pk).update(merge_pending=False)
+            else:
+                memory_merge_write(memory_id=keep.pk, editor=decided_by, **fields)
     return Memory.objects.defer("embedding").get(pk=keep.pk)
+
+
+_TEXT_FIELDS = ("content", "context", "resolution")
+
+
+def _merged_fields(members: list[Memory], keep_text: str) -> dict[str, str]:
+    """The merged memory's text, field by field: the chosen side's (``older``: the oldest's,
+    ``newer``: the newest's), and where that side has nothing, the newest member that has
+    something. A merge empties no field any side had (the older one's context stays when the
+    newer text has none)."""
+    order = members if keep_text == "older" else list(reversed(members))
+    fallback = list(reversed(members))
+    fields: dict[str, str] = {}
+    for name in _TEXT_FIELDS:
+        chosen = getattr(order[0], name)
+        if not chosen.strip():
+            chosen = next((getattr(m, name) for m in fallback if getattr(m, name).strip()), chosen)
+        fields[name] = chosen
+    return fields
 
 
 def family_dismiss(*, candidate_ids: Iterable[int], decided_by: str) -> int:

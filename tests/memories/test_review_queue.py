@@ -106,6 +106,24 @@ def test_keeping_the_older_text_leaves_it_as_it_was(apart):
     assert counts["candidate_pairs"] == 2  # 2–3 and 0–3 remain; 1–2 lost its folded member
 
 
+def test_a_merge_empties_no_field_one_side_had(apart):
+    """Keeping the newer text of two reports of one 409 keeps the older one's context when the
+    newer has none; keeping the older text takes a resolution only the newer one has."""
+    older = memory_upload(content="Refund API answered 409 on retry: the idempotency key was reused",
+                          context="retry logic in the refunds worker").memory
+    newer = memory_upload(content="Refund API returns 409 Conflict when a retry reuses its idempotency key",
+                          resolution="derive the key from the refund id, not the attempt").memory
+    kept = family_merge(candidate_ids=[_pair(older, newer).pk], decided_by="quinn", keep_text="newer")
+    assert kept.content == newer.content and kept.resolution == newer.resolution
+    assert kept.context == "retry logic in the refunds worker"
+    third = memory_upload(content="Refund retries 409: same idempotency key sent twice").memory
+    fourth = memory_upload(content="409 from the refund API on retries with a reused idempotency key",
+                           resolution="new key per refund id").memory
+    kept = family_merge(candidate_ids=[_pair(third, fourth).pk], decided_by="quinn", keep_text="older")
+    assert kept.content == third.content and kept.resolution == "new key per refund id"
+    assert Memory.objects.get(pk=fourth.pk).status == Status.ARCHIVED  # the loser leaves the active list
+
+
 def test_different_dismisses_every_pair_of_the_family(apart):
     _, pairs = _family(apart)
     assert family_dismiss(candidate_ids=[p.pk for p in pairs], decided_by="quinn") == 4
