@@ -103,10 +103,36 @@ def _action(label: str, key: str, action: str, primary: bool = False, **fields: 
     return {"label": label, "key": key, "action": action, "primary": primary, "fields": fields}
 
 
+_PLAIN = {
+    "values": "different numbers or versions: {} (older) vs {} (newer)",
+    "opposites": "opposite words: {} vs {}",
+    "substitution": "one term replaced: {} → {}",
+}
+
+
+def plain_differences(evidence: str | list[str]) -> str:
+    """What the duplicate check saw, as a curator reads it: ``values: 1.26 / 2.0`` -> "different
+    numbers or versions: 1.26 (older) vs 2.0 (newer)"."""
+    parts = evidence if isinstance(evidence, list) else [p for p in evidence.split("; ") if p]
+    out: list[str] = []
+    for part in parts:
+        kind, _, detail = part.partition(": ")
+        sides = detail.split(" / ")
+        if kind in _PLAIN and len(sides) == 2:
+            out.append(_PLAIN[kind].format(*sides))
+        elif kind == "negation":
+            out.append("one of them says “not” where the other does not")
+        elif kind == "order":
+            out.append(f"the same words in another order ({detail})")
+        else:
+            out.append(part)
+    return "; ".join(out)
+
+
 def _family_item(family: reads.CandidateFamily, *, llm: bool) -> dict[str, Any]:
     oldest, newest = family.members[0], family.members[-1]
     pairs = len(family.candidate_ids)
-    why = "; ".join(family.conflicts) or f"similarity {family.similarity:.3f}"
+    why = plain_differences(family.conflicts) or f"similarity {family.similarity:.3f}"
     if len(family.members) > 2:
         why = f"{len(family.members)} memories, {pairs} pairs (highest similarity {family.similarity:.3f})"
     if llm:  # the LLM writes one text from the members' afterwards
@@ -141,9 +167,10 @@ def _item(kind: str, row: Any, *, llm: bool) -> dict[str, Any]:
         return held_item(row)
     if kind == "conflict":
         return {"kind": kind, "id": f"change-{row.pk}", "token": f"change:{row.pk}", "older": row.old, "newer": row.new,
-                "diff": word_diff(_body(row.old), _body(row.new)), "when": row.created_at, "why": row.evidence,
+                "diff": word_diff(_body(row.old), _body(row.new)), "when": row.created_at,
+                "why": plain_differences(row.evidence),
                 "actions": [_action("Newer is current", "m", "new", True), _action("Older is current", "o", "old"),
-                            _action("Both hold", "d", "both")]}
+                            _action("Both hold", "d", "both"), _action("Merge: one memory after all", "g", "merge")]}
     if kind == "supersession":
         return {"kind": kind, "id": f"change-{row.pk}", "token": f"change:{row.pk}", "older": row.old, "newer": row.new,
                 "diff": word_diff(_body(row.old), _body(row.new)), "when": row.created_at,
@@ -226,13 +253,14 @@ def _family(ids: list[int], action: str, user: str, llm: bool) -> str | None:
 def _change(change_id: int, action: str, user: str) -> str | None:
     kind = reads.change_kind(change_id=change_id)
     if kind == ChangeKind.CONFLICT:
-        decision = {"accept": "new", "merge": None, "different": "both"}.get(action, action)
-        if decision not in ("new", "old", "both"):
+        decision = {"accept": "new", "different": "both"}.get(action, action)
+        if decision not in ("new", "old", "both", "merge"):
             return None
         conflict_decide(change_id=change_id, decision=decision, user=user)
         return {"new": "Settled: the newer memory is current; the older one is superseded.",
                 "old": "Settled: the older memory stays current; the newer one is superseded.",
-                "both": "Settled: both hold; nothing changed."}[decision]
+                "both": "Settled: both hold; nothing changed.",
+                "merge": "Merged into the older memory, with the newer text; no field either had is lost."}[decision]
     if action == "undo":
         supersession_undo(change_id=change_id, user=user)
         return "Undone: the older memory is current again."

@@ -175,13 +175,15 @@ def supersession_undo(*, change_id: int, user: str) -> KnowledgeChange:
     return change
 
 
-CONFLICT_DECISIONS = ("new", "old", "both")
+CONFLICT_DECISIONS = ("new", "old", "both", "merge")
 
 
 def conflict_decide(*, change_id: int, decision: str, user: str) -> KnowledgeChange:
     """A curator settles a conflict: ``new`` (the newer memory is current: it supersedes the
     older), ``old`` (the older one stays current: it supersedes the newer), ``both`` (both hold:
-    the conflict is closed, nothing changes)."""
+    the conflict is closed, nothing changes; the pair's merge candidate, if any, stays open: two
+    memories that both hold may still be one), ``merge`` (they are one memory after all, the
+    differences read were no conflict: merged keeping the newer text, no field either had emptied)."""
     if decision not in CONFLICT_DECISIONS:
         raise ChangeError(f"decision must be one of {', '.join(CONFLICT_DECISIONS)}", code=INVALID, field="decision")
     with transaction.atomic():
@@ -192,10 +194,19 @@ def conflict_decide(*, change_id: int, decision: str, user: str) -> KnowledgeCha
             raise ChangeError("This conflict is already settled.", code=INVALID)
         KnowledgeChange.objects.filter(pk=change.pk).update(state=ChangeState.DONE, decided_by=user[:150],
                                                             decided_at=timezone.now(), order=decision)
-        # The pair's merge candidate, if any, is answered too: they are not one memory.
-        MergeCandidate.objects.filter(memory_id=change.new_id, duplicate_of_id=change.old_id,
-                                      status=CandidateStatus.OPEN).update(
-            status=CandidateStatus.DISMISSED, decided_by=user[:150], decided_at=timezone.now())
+        pair = MergeCandidate.objects.filter(memory_id=change.new_id, duplicate_of_id=change.old_id,
+                                             status=CandidateStatus.OPEN)
+        if decision == "merge":
+            from memories.services.queue import family_merge
+
+            candidate = pair.first() or MergeCandidate.objects.create(
+                space_id=change.space_id, memory_id=change.new_id, duplicate_of_id=change.old_id,
+                similarity=change.similarity or 1.0, conflicts=[])
+            family_merge(candidate_ids=[candidate.pk], decided_by=user, keep_text="newer")
+            change.refresh_from_db()
+            return change
+        if decision in ("new", "old"):  # one supersedes the other: the pair is not one memory to merge
+            pair.update(status=CandidateStatus.DISMISSED, decided_by=user[:150], decided_at=timezone.now())
         if decision == "new":
             return memory_supersede(old_id=change.old_id, new_id=change.new_id, decided_by=user,
                                     evidence=f"conflict settled: {change.evidence}", similarity=change.similarity)

@@ -227,3 +227,13 @@ def test_the_tabs_fetch_their_counts_again_after_a_decision_taken_in_place(apart
     assert response["HX-Trigger"] == "merge-reviewed"
     after = quinn.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "Supersessions (0)" in after and "Review queue (0)" in after and "Merge candidates (1: 4 pairs)" in after
+
+
+def test_what_the_hub_saw_reads_in_plain_words():
+    from memories.admin_queue import plain_differences
+
+    said = plain_differences("values: 1.26 / 2.0; negation: the second is negated (or negated more)")
+    assert said == ("different numbers or versions: 1.26 (older) vs 2.0 (newer); "
+                    "one of them says “not” where the other does not")
+    assert plain_differences(["opposites: disabled / enabled"]) == "opposite words: disabled vs enabled"
+    assert plain_differences("") == ""

@@ -68,6 +68,32 @@ def test_two_memories_that_disagree_with_no_order_wait_for_a_curator():
     assert (old.status, old.superseded_by_id) == (Status.SUPERSEDED, result.memory.pk)
 
 
+def test_a_conflict_a_curator_reads_as_one_memory_is_merged_and_both_hold_keeps_its_candidate_open():
+    """"Merge" on a conflict: the hub read a difference that is none; the pair becomes one memory
+    (newer text, the older's context kept). "Both hold" closes the conflict but not the pair's
+    merge candidate: two memories that both hold may still be one."""
+    from memories.models import CandidateStatus, MergeCandidate
+
+    old = _upload({"content": "Run the integration tests against Redis 7 with the cluster mode disabled.",
+                   "context": "billing-api CI"})
+    result = memory_upload(content="Run the integration tests against Redis 7 with the cluster mode enabled.")
+    conflict = result.conflicts[0]
+    conflict_decide(change_id=conflict.pk, decision="merge", user="cora")
+    old.refresh_from_db()
+    assert old.status == Status.ACTIVE and old.content == result.memory.content and old.context == "billing-api CI"
+    assert Memory.objects.get(pk=result.memory.pk).status == Status.ARCHIVED
+    assert KnowledgeChange.objects.get(pk=conflict.pk).state == ChangeState.DONE
+
+    first = _upload({"content": "Deploys to the EU region need the VPN connected.", "context": "ops runbook"})
+    second = memory_upload(content="Deploys to the EU region need the VPN disconnected.", context="ops runbook")
+    other = second.conflicts[0]
+    candidate, _ = MergeCandidate.objects.get_or_create(
+        memory=second.memory, duplicate_of=first, defaults={"space_id": first.space_id, "similarity": 0.9, "conflicts": []})
+    conflict_decide(change_id=other.pk, decision="both", user="cora")
+    candidate.refresh_from_db()
+    assert candidate.status == CandidateStatus.OPEN
+
+
 def test_a_more_detailed_version_of_the_same_advice_replaces_nothing():
     _upload({"content": "Run the linters before pushing to main.", "context": "orbit repository"})
     result = memory_upload(content="Run the linters (ruff and mypy) before pushing to main.",

@@ -145,6 +145,17 @@ def test_tags_are_normalised():
         ("retry 3 times then give up", "give up after 3 retries", None),
         ("upgrade pip to 24.0 to fix the resolver error", "the resolver error goes away with pip 24.0", None),
         ("use ruff for linting", "ruff is the linter to use; version 0.5", None),  # one side adds a value
+        ("use utf8mb4 for the MySQL tables", "use utf8mb3 for the MySQL tables", "values"),  # one identifier, two versions
+        ("agents may run migrations without asking", "agents may not run migrations without asking", "negation"),
+        # code read as code: an arity and a call's argument are no values, an error's words deny nothing
+        ("mix test failed: `Map.get/2` is undefined in the session test",
+         'mix test failed: String.duplicate("ab", 4) returned the wrong length in the session test', None),
+        ("psycopg2.OperationalError: could not connect to server: Connection refused on localhost:5432",
+         "psycopg2.OperationalError: connection refused on localhost:5432 while the container started", None),
+        ("the reports endpoint requires authentication", "the reports endpoint does not require authentication",
+         "negation"),
+        ("migrations must run before the deploy", "migrations do not need to run before the deploy", "negation"),
+        ("lib/app/session.ex:42 raised KeyError", "lib/app/session.ex:57 raised KeyError", None),
     ],
 )
 def test_details_conflict(first, second, expected):
