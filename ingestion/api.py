@@ -3,12 +3,10 @@ serializes the result; ingestion errors become responses in the project's except
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 from django.conf import settings
-from django.core.files.base import ContentFile
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -106,15 +104,6 @@ class JobProgressSerializer(serializers.Serializer):
     files = JobFileSerializer(many=True)
 
 
-def _text_parts(texts: list[str]) -> list[ContentFile]:
-    """A ``files`` part sent as a form field rather than a file (``curl -F "files=<run.jsonl"``):
-    the same bytes, named by their digest so that sending it again is the same session (JSON lines
-    or plain text, as the text starts)."""
-    return [ContentFile(text.encode("utf-8"), name=f"upload-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-                                                    f"{'.jsonl' if text.lstrip()[:1] in ('{', '[') else '.md'}")
-            for text in texts if text]
-
-
 class IngestApi(IdempotentPost, APIView):
     """Upload session files (multipart ``files``, optional parallel ``names``; ``.jsonl``, ``.json``,
     ``.traj`` or ``.md``, the format read from the content) or name
@@ -163,7 +152,7 @@ class IngestApi(IdempotentPost, APIView):
         )
 
     def _files(self, request: Request):
-        uploads = request.FILES.getlist("files") + _text_parts(request.POST.getlist("files"))
+        uploads = request.FILES.getlist("files") + services.text_uploads(request.POST.getlist("files"))
         if not uploads:
             raise ValidationError({"files": [f"send one or more session files ({ACCEPTED}) in the 'files' field"]})
         names = request.data.getlist("names") if hasattr(request.data, "getlist") else []

@@ -16,6 +16,7 @@ from ingestion.services.accept import (
     raw_archive,
     raw_bytes,
     session_ingest,
+    text_uploads,
     uploads_check,
     uploads_ingest,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "session_segment",
     "sessions_segment",
     "text_ingest",
+    "text_uploads",
     "uploads_check",
     "uploads_ingest",
 ]

@@ -250,6 +250,22 @@ def uploads_ingest(*, user: Any, agent_name: str | None, uploads: Sequence[tuple
     return files_ingest(agent=agent, files=[(name, upload.read()) for name, upload in uploads], space=space)
 
 
+def text_uploads(texts: list[str]) -> list[Any]:
+    """``files`` parts sent as form fields rather than files (``curl -F "files=<run.jsonl"``): the
+    same bytes as uploads, each named by its digest so that sending it again is the same session
+    (``.jsonl`` when the text starts as JSON, else ``.md``)."""
+    from django.core.files.base import ContentFile
+
+    uploads = []
+    for text in texts:
+        if not text:
+            continue
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        suffix = ".jsonl" if text.lstrip()[:1] in ("{", "[") else ".md"
+        uploads.append(ContentFile(text.encode("utf-8"), name=f"upload-{digest[:12]}{suffix}"))
+    return uploads
+
+
 def paths_ingest(*, user: Any, agent_name: str | None, paths: list[str],
                  space: Space | int | None = None) -> tuple[IngestJob, list[FileResult]]:
     """Files and folders on the server, inside ``ULTRON_INGEST_ROOTS``, for the caller's agent."""
