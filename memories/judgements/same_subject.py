@@ -177,8 +177,9 @@ def details_conflict(first: str, second: str) -> str | None:
     return found[0].split(":", 1)[0] if found else None
 
 
-def _negations(text: str) -> int:
-    lowered = _prose(text).lower()
+def _negations(text: str, *, as_written: bool = False) -> int:
+    """How often ``text`` negates, in its prose (``as_written``: its code and error messages too)."""
+    lowered = (text if as_written else _prose(text)).lower()
     return sum(1 for w in _WORDS_RE.findall(lowered) if w in _NEGATIONS) + len(_NEGATION_RE.findall(lowered))
 
 

@@ -283,7 +283,9 @@ def change_decide(*, old: str, new: str, related: bool, close: bool, apart_days:
     # An old text that already warns or contrasts ("don't call save() in a loop", "avoid
     # utcnow", "not the old path") may state the very advice the new one gives with a change
     # word ("… instead", "deprecated"): the order is not clear, a person decides.
-    if not change_cue(old) and not _negations(old) and not _CONTRAST.search(old):
+    # Counted as written: an error message's "could not" in the old text is also a reason not to
+    # read a change word of the new one as replacing it.
+    if not change_cue(old) and not _negations(old, as_written=True) and not _CONTRAST.search(old):
         cue = change_cue(new)
         if cue:
             return ChangeVerdict(SUPERSEDES, "explicit", f"the new memory says {cue!r}")
