@@ -147,8 +147,10 @@ def details_conflicts(first: str, second: str) -> list[str]:
     # the denied word cut false flags on real-session duplicates from 24 to 5 of 65 but let one
     # distinct pair merge automatically (bench/dedup.py): a false flag costs a curator one click
     # (a conflict row offers Merge), a wrong merge hides a memory.
+    # Both as written and in prose: "could not find a version" / "no version satisfies" negate alike
+    # as written; "could not connect" / "connection refused" alike in prose (the error's words).
     negations_a, negations_b = _negations(first), _negations(second)
-    if negations_a != negations_b:
+    if negations_a != negations_b and _negations(first, as_written=True) != _negations(second, as_written=True):
         found.append("negation: " + ("the first" if negations_a > negations_b else "the second")
                      + " is negated (or negated more)")
     for x, y in _OPPOSITES:

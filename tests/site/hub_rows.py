@@ -1,7 +1,7 @@
 """A small populated hub and every row of its knowledge tables, for the backup and export tests.
 
 The hub is filled through the real services: uploads (new memories, exact and near duplicates
-that become contributions, a planted secret the upload redacts), an archived memory, the
+that become contributions, a planted secret the upload redacts, two that conflict), an archived memory, the
 clusters the uploads join, and a skill crystallized from one of them."""
 
 from __future__ import annotations
@@ -49,6 +49,11 @@ def populate(settings: Any) -> dict:
                   agent=bob)  # a near duplicate
     memory_upload(content="Calling the API with token sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr fails with 429",
                   resolution="back off and retry after the Retry-After header", agent=alice)
+    # Two memories that disagree with nothing saying which is current: a conflict (a knowledge change).
+    memory_upload(content="Run the integration tests against Redis 7 with the cluster mode disabled.",
+                  context="billing-api CI", agent=alice)
+    memory_upload(content="Run the integration tests against Redis 7 with the cluster mode enabled.",
+                  context="billing-api CI", agent=bob)
     old = memory_upload(content="Use Python 3.8 for the build image", resolution="pin python:3.8-slim",
                         agent=bob).memory
     memory_archive(memory_id=old.pk)
@@ -56,6 +61,7 @@ def populate(settings: Any) -> dict:
     version = cluster_crystallize(cluster_id=cluster.pk)
     assert version is not None, "the test hub needs a skill"
     assert MemoryContribution.objects.count() >= 2 and Memory.objects.filter(status="archived").exists()
+    assert KnowledgeChange.objects.exists()
     assert pip.pk and Skill.objects.exists() and ClusterMember.objects.count() >= 5
     return {"agents": (alice, bob), "skill": version.skill}
 
