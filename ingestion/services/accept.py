@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
 from agents.models import Agent, Space
@@ -254,8 +255,6 @@ def text_uploads(texts: list[str]) -> list[Any]:
     """``files`` parts sent as form fields rather than files (``curl -F "files=<run.jsonl"``): the
     same bytes as uploads, each named by its digest so that sending it again is the same session
     (``.jsonl`` when the text starts as JSON, else ``.md``)."""
-    from django.core.files.base import ContentFile
-
     uploads = []
     for text in texts:
         if not text:
