@@ -29,7 +29,8 @@ from bench._common import ROOT, django_setup, print_table, write_results  # noqa
 
 SETS = {"tune": ROOT / "tests/data/secret_sentences.jsonl", "fresh": ROOT / "tests/data/secret_sentences_fresh.jsonl",
         "fresh3": ROOT / "tests/data/secret_sentences_fresh3.jsonl",
-        "fresh4": ROOT / "tests/data/secret_sentences_fresh4.jsonl"}
+        "fresh4": ROOT / "tests/data/secret_sentences_fresh4.jsonl",
+        "tune2": ROOT / "tests/data/secret_sentences_tune2.jsonl"}
 
 
 def leaked(secret: str, output: str) -> bool:
@@ -58,7 +59,7 @@ def measure(rows: list[dict], outputs: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="tune,fresh,fresh3,fresh4")
-    parser.add_argument("--misses", choices=["tune"], default=None, help="list the tuning set's leaks and losses")
+    parser.add_argument("--misses", choices=["tune", "tune2"], default=None, help="list the tuning set's leaks and losses")
     parser.add_argument("--without-likeness", action="store_true",
                         help="the detectors as they were before the learned secret-likeness score")
     parser.add_argument("--json", action="store_true")

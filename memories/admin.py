@@ -22,8 +22,8 @@ from core.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
 from memories import (
     admin_candidates,  # noqa: F401  (registers the merge-candidate pages)
     admin_feedback,
+    admin_history,
     admin_holds,
-    admin_panels,
     admin_writer,  # its import registers the agent page's "hold everything it wrote"
 )
 from memories.admin_filters import (
@@ -329,13 +329,7 @@ class MemoryAdmin(admin_feedback.FeedbackPanelMixin, admin_holds.HoldPanelMixin,
 
     @admin.display(description="edits")
     def history_panel(self, memory: Memory) -> str:
-        edits = list(memory.edits.all()[:50])
-        if not edits:
-            return "No edits yet."
-        return format_html_join(
-            "", '<div class="hub-history-item"><strong>{}</strong> by {} · {}<br>{}</div>',
-            ((e.action, e.editor, e.created_at.strftime("%Y-%m-%d %H:%M"), admin_panels.edit_changes(e)) for e in edits),
-        )
+        return admin_history.history_html(memory)
 
     @admin.display(description="type decisions")
     def type_panel(self, memory: Memory) -> str:
@@ -378,6 +372,8 @@ class MemoryAdmin(admin_feedback.FeedbackPanelMixin, admin_holds.HoldPanelMixin,
                  name="memories_memory_writer_hold_undo"),
             path("<uuid:memory_id>/similar/", self.admin_site.admin_view(self.similar_view),
                  name="memories_memory_similar"),
+            path("<uuid:memory_id>/revert/<int:edit_id>/", view(admin_history.revert_view, post=True),
+                 name="memories_memory_revert"),
             path("<uuid:memory_id>/promote/", view(admin_promote.promote_view, post=True),
                  name="memories_memory_promote"),
             path("<uuid:memory_id>/merge/<uuid:other_id>/", view(admin_review.merge_pair_view),

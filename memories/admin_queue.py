@@ -27,26 +27,17 @@ from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
 from django.http import HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.html import escape
 
 from agents.admin_spaces import page_spaces
 from core.admin_tools import HtmxHttpRequest
 from core.errors import ApplicationError
+from memories import admin_queue_decide as deciding
 from memories.admin_holds import held_item, hold_decide
+from memories.admin_queue_decide import Outcome
 from memories.admin_review import _body, word_diff
-from memories.admin_types import type_outcome
-from memories.models import ChangeKind, MemoryType
+from memories.models import MemoryType
 from memories.providers.llm import get_llm
 from memories.selectors import review as reads
-from memories.services import conflict_decide, supersession_undo
-from memories.services.queue import (
-    change_let_stand,
-    contribution_let_stand,
-    family_dismiss,
-    family_merge,
-)
-from memories.services.review import contribution_split
-from memories.services.types import type_review_decide
 
 PER_PAGE = 25
 KIND_NAMES = {"candidate": "Merge candidates", "conflict": "Conflicts", "supersession": "Supersessions",
@@ -57,7 +48,7 @@ BULK_ACTIONS = {"merge": "Merge", "different": "Different / both hold / not one 
 # ("accept" on a type row keeps the classifier's type; "set-type" sets the bar's chosen type; "undo"
 # reverts a supersession, splits an automatic merge back, undoes a cluster change. On a held row
 # "accept" and "merge" approve it, "different" rejects it, "undo" undoes a decision on it.)
-_OWN_TOKENS = ("family", "change", "contribution", "type", "hold")
+_OWN_TOKENS = ("family", "change", "contribution", "type", "hold", "memory")
 # The bulk bar of the Held tab: only what applies to held memories.
 HELD_BULK_ACTIONS = {"accept": "Approve", "different": "Reject", "undo": "Undo"}
 
@@ -233,60 +224,7 @@ def _counts_context(request: HtmxHttpRequest, counts: dict[str, int], kinds: tup
     }
 
 
-# --- deciding ---------------------------------------------------------------------------------
-
-def _family(ids: list[int], action: str, user: str, llm: bool) -> str | None:
-    if action in ("merge", "accept"):
-        action = "merge" if llm else "keep-newer"
-    if action == "different":
-        family_dismiss(candidate_ids=ids, decided_by=user)
-        return "Different: these pairs will not be proposed again."
-    keep_text = {"merge": None, "keep-newer": "newer", "keep-older": "older"}.get(action, "")
-    if keep_text == "":
-        return None
-    family_merge(candidate_ids=ids, decided_by=user, keep_text=keep_text)
-    return {None: "Merged into the oldest; the LLM writes one text from them.",
-            "newer": "Merged into the oldest, which now has the newer text.",
-            "older": "Merged into the oldest, which keeps its own text."}[keep_text]
-
-
-def _change(change_id: int, action: str, user: str) -> str | None:
-    kind = reads.change_kind(change_id=change_id)
-    if kind == ChangeKind.CONFLICT:
-        decision = {"accept": "new", "different": "both"}.get(action, action)
-        if decision not in ("new", "old", "both", "merge"):
-            return None
-        conflict_decide(change_id=change_id, decision=decision, user=user)
-        return {"new": "Settled: the newer memory is current; the older one is superseded.",
-                "old": "Settled: the older memory stays current; the newer one is superseded.",
-                "both": "Settled: both hold; nothing changed.",
-                "merge": "Merged into the older memory, with the newer text; no field either had is lost."}[decision]
-    if action == "undo":
-        supersession_undo(change_id=change_id, user=user)
-        return "Undone: the older memory is current again."
-    if action == "accept":
-        change_let_stand(change_id=change_id, user=user)
-        return "Accepted: the newer memory stays current."
-    return None
-
-
-def _contribution(contribution_id: int, action: str, user: str) -> str | None:
-    if action in ("split", "undo"):
-        new = contribution_split(contribution_id=contribution_id, editor=user)
-        return f"Split back into a memory of its own ({new.pk})."
-    if action == "accept":
-        contribution_let_stand(contribution_id=contribution_id, user=user)
-        return "Accepted: the merge stands."
-    return None
-
-
-def _type(review_id: int, action: str, user: str, memory_type: str) -> str | None:
-    if action == "accept":
-        memory_type = reads.type_review_chosen(review_id=review_id) or ""
-    elif action != "set-type":
-        return None
-    return type_outcome(type_review_decide(review_id=review_id, memory_type=memory_type, user=user))
-
+# --- deciding (memories.admin_queue_decide) -----------------------------------------------------
 
 def _parse(token: str) -> tuple[str, list[int]] | None:
     kind, _, ids = token.partition(":")
@@ -315,11 +253,12 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         raise PermissionDenied
     action, tokens = request.POST.get("action", ""), request.POST.getlist("items")
     user, spaces, llm = request.user.get_username(), page_spaces(request), get_llm().available
-    handlers: dict[str, Callable[[list[int]], str | None]] = {
-        "family": lambda ids: _family(ids, action, user, llm),
-        "change": lambda ids: _change(ids[0], action, user),
-        "contribution": lambda ids: _contribution(ids[0], action, user),
-        "type": lambda ids: _type(ids[0], action, user, request.POST.get("memory_type", "")),
+    handlers: dict[str, Callable[[list[int]], Outcome | str | None]] = {
+        "family": lambda ids: deciding.family(ids, action, user, llm),
+        "change": lambda ids: deciding.change(ids[0], action, user),
+        "contribution": lambda ids: deciding.contribution(ids[0], action, user),
+        "type": lambda ids: deciding.type_decision(ids[0], action, user, request.POST.get("memory_type", "")),
+        "memory": lambda ids: deciding.memory_pair(ids, action, user),
         "hold": lambda ids: hold_decide(ids[0], action, user, bulk=len(tokens) > 1),
     }
     for token, (_, decide) in _DECIDERS.items():
@@ -327,7 +266,7 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     parsed_all = [(token, _parse(token)) for token in tokens[:500]]
     # Other apps' rows newest first (sorted before the memory service's, whose order is kept).
     parsed_all.sort(key=lambda item: -item[1][1][0] if item[1] and item[1][0] in _DECIDERS else 0)
-    done, skipped, failed, outcome = 0, 0, [], ""
+    done, skipped, failed, outcome, settled = 0, 0, [], "", None
     for _token, parsed in parsed_all:
         # Another space's row is missing here, like one that never existed.
         if parsed is None or not _in_spaces(parsed[0], parsed[1], spaces):
@@ -344,7 +283,8 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
         if result is None:
             skipped += 1
         else:
-            done, outcome = done + 1, result
+            settled = result if isinstance(result, Outcome) else None
+            done, outcome = done + 1, result.message if isinstance(result, Outcome) else result
     if not tokens:
         failed.append("Select the rows to decide first.")
     if len(tokens) == 1:
@@ -357,7 +297,12 @@ def decide_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and len(tokens) == 1 and not failed and done and parsed_all[0][1] and parsed_all[0][1][0] == "hold":
         return _hold_settled(request, parsed_all[0][1][1][0], action, outcome)
     if request.htmx and len(tokens) == 1:
-        cell = HttpResponse(f'<td colspan="6"><div class="hub-settled">{escape(message)}</div></td>')
+        # The row decided in place: what happened, the memories it names, and Undo while the page is open.
+        cell = TemplateResponse(request, "admin/memories/_queue_settled.html", {
+            "message": message, "level": "error" if failed else "done", "memories": settled.memories if settled else [],
+            "undo_token": (settled.token or tokens[0]) if settled and settled.undo else "",
+            "undo_action": settled.undo if settled else "", "next": request.POST.get("next", ""),
+            "row_id": request.headers.get("HX-Target", "")})
         cell["HX-Trigger"] = "merge-reviewed"
         return cell
     messages.add_message(request, level, message)

@@ -310,8 +310,22 @@ def change_kind(*, change_id: int) -> str | None:
     return KnowledgeChange.objects.filter(pk=change_id).values_list("kind", flat=True).first()
 
 
+def change_row(*, change_id: int) -> KnowledgeChange:
+    """A change of the queue (``KnowledgeChange.DoesNotExist`` when there is none)."""
+    return KnowledgeChange.objects.get(pk=change_id)
+
+
+def contribution_memory_id(*, contribution_id: int) -> Any:
+    """The memory a contribution belongs to (``MemoryContribution.DoesNotExist`` when there is none)."""
+    return MemoryContribution.objects.values_list("memory_id", flat=True).get(pk=contribution_id)
+
+
+def type_change_decided(*, change_id: int) -> bool:
+    return TypeChange.objects.filter(pk=change_id, state=ChangeState.DONE).exists()
+
+
 _QUEUE_ROWS: dict[str, Any] = {"family": MergeCandidate, "change": KnowledgeChange, "contribution": MemoryContribution,
-                               "type": TypeChange, "hold": MemoryHold}
+                               "type": TypeChange, "hold": MemoryHold, "memory": Memory}
 
 
 def queue_rows_in_spaces(*, kind: str, ids: list[int], space_ids: list[int]) -> bool:

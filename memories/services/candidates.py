@@ -108,13 +108,17 @@ def memory_fold(*, keep_id: Any, drop_id: Any, similarity: float, reason: str) -
             return False
         keep, drop = pair[keep_id], pair[drop_id]
         now = timezone.now()
+        moved = list(MemoryContribution.objects.filter(memory=drop).values_list("pk", flat=True))
+        # What the fold changes on ``keep`` is kept with the folded body, so that it can be split back
+        # (services/unmerge.py): the contributions that moved along, the hits and tags it added.
+        fold = {"moved": moved, "hits": drop.hit_count, "tags_before": keep.tags}
         MemoryContribution.objects.create(
             space_id=keep.space_id, memory=keep, agent=drop.agent, content=drop.content, context=drop.context,
             resolution=drop.resolution, tags=drop.tags, similarity=similarity, match_reason=reason,
-            source=drop.source, provenance={**drop.provenance, "folded_from": str(drop.pk)},
+            source=drop.source, provenance={**drop.provenance, "folded_from": str(drop.pk), "fold": fold},
             redaction_counts=drop.redaction_counts,
         )
-        MemoryContribution.objects.filter(memory=drop).update(memory=keep)
+        MemoryContribution.objects.filter(pk__in=moved).update(memory=keep)
         Memory.objects.filter(pk=keep.pk).update(
             # merge_pending: the folded body is now an unmerged contribution, for an LLM merge to write one text.
             hit_count=F("hit_count") + drop.hit_count, merge_pending=True, updated_at=now,

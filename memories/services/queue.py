@@ -76,6 +76,7 @@ def family_merge(*, candidate_ids: Iterable[int], decided_by: str, keep_text: st
             memory_fold(keep_id=keep.pk, drop_id=other.pk, similarity=similarity.get(other.pk, 1.0), reason="curator")
         text = {"older": "kept its own text", "newer": "took the newest one's text", None: "texts left for the LLM"}
         memory_history_record(memory_id=keep.pk, editor=decided_by, action="merge",
+                              before={f: getattr(keep, f) for f in _TEXT_FIELDS},  # what an undo gives back
                               after={"merged": [str(m.pk) for m in others]},
                               note=f"merged {len(others)} from the review queue; {text[keep_text]}")
         if keep_text is not None:
@@ -139,3 +140,21 @@ def contribution_let_stand(*, contribution_id: int, user: str) -> MemoryContribu
                                                                      reviewed_at=timezone.now())
     return contribution
 
+
+
+def change_let_stand_undo(*, change_id: int) -> KnowledgeChange:
+    """Undo "accept" on a supersession: it is back in the review queue, waiting for a decision."""
+    change = KnowledgeChange.objects.filter(pk=change_id).first()
+    if change is None:
+        raise MemoryInputError("change", f"no change {change_id}")
+    KnowledgeChange.objects.filter(pk=change.pk).update(reviewed_by="", reviewed_at=None)
+    return change
+
+
+def contribution_let_stand_undo(*, contribution_id: int) -> MemoryContribution:
+    """Undo "accept" on an automatic merge: it is back in the review queue."""
+    contribution = MemoryContribution.objects.filter(pk=contribution_id).first()
+    if contribution is None:
+        raise MemoryInputError("contribution", f"no contribution {contribution_id}")
+    MemoryContribution.objects.filter(pk=contribution.pk).update(reviewed_by="", reviewed_at=None)
+    return contribution

@@ -55,6 +55,20 @@ def contribution_split(*, contribution_id: Any, editor: str) -> Memory:
         original = contribution.memory
         if original.status != Status.ACTIVE:
             raise MemoryInputError("status", "the memory this contribution belongs to is no longer active")
+        folded = contribution.provenance.get("folded_from")
+        same_space = Memory.objects.filter(space_id=original.space_id)  # type: ignore[misc]  # never null (stubs read a default as optional)
+        if folded and same_space.filter(pk=folded, status=Status.ARCHIVED).exists():
+            # A memory merged into this one: split back, it is itself again (its id, contributions, history).
+            from memories.services.unmerge import memory_unfold
+
+            restored = memory_unfold(keep_id=original.pk, drop_id=folded, editor=editor)
+            # The pair is different: recorded so that the duplicate check does not fold them again.
+            decided = {"status": CandidateStatus.DISMISSED, "decided_by": editor[:150], "decided_at": timezone.now()}
+            if not MergeCandidate.objects.filter(memory_id__in=[original.pk, restored.pk],
+                                                 duplicate_of_id__in=[original.pk, restored.pk]).update(**decided):
+                MergeCandidate.objects.create(space_id=original.space_id, memory=restored, duplicate_of=original,
+                                              similarity=round(float(contribution.similarity), 4), **decided)
+            return restored
         clean = memory_input_clean(content=contribution.content, context=contribution.context,
                                    resolution=contribution.resolution, tags=contribution.tags)
         vector = embed_texts([embedding_text(clean.content, clean.context, clean.resolution)])[0]

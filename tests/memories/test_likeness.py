@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from memories.redaction import likeness, redact
+from memories.redaction.likeness.context import context_model
 from memories.redaction.likeness.model import likeness_model
 
 TUNE = Path(__file__).resolve().parent.parent / "data" / "secret_sentences.jsonl"
@@ -81,6 +82,49 @@ def test_a_cue_makes_a_modest_score_enough_and_its_absence_asks_for_a_high_one()
     assert likeness.STRONG_CUE_SCORE <= score < likeness.BARE_SCORE, score
     assert likeness.find(f"the password that worked was {value}")
     assert not likeness.find(f"we renamed the branch to {value} yesterday")
+
+
+CONTEXT_SECRETS = [  # shapes the characters cannot tell: the clause decides
+    ("signing requests with 0d4c1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d as the shared key",
+     "0d4c1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d"),
+    ("the Wi-Fi passphrase is maple river quantum lantern and it works on the new router",
+     "maple river quantum lantern"),
+    ("unlocked the disk with lantern oyster gravel mint", "lantern oyster gravel mint"),
+    ("password was tiger.lemon.anchor", "tiger.lemon.anchor"),
+    ("Imported the wallet from (abandon ability able absent absorb abstract absurd abuse access accident), "
+     "balances match", "abandon ability able absent absorb abstract absurd abuse access accident"),
+    ("the SMS verification code was 4821 9930", "4821 9930"),
+]
+CONTEXT_ORDINARY = [
+    "the bug came from 9fceb02d0ae598e95dc970b74767f19372d61af8 which touched auth",
+    'aws_secret_access_key = "<AWS_SECRET_KEY>" stays as the name it is',
+    'secret = keyring.get_password("ultron-hub", username)',
+    '"password_reset_timeout": 259200,',
+    'WWW-Authenticate: Bearer realm="api", error="invalid_token"',
+    "switched the scheduler to round robin mode.",
+    "the branch is feature-login-rate-limit now",
+    "the job finished in 1048576 ms",
+    "from django.contrib.auth.hashers import make_password",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), CONTEXT_SECRETS)
+def test_a_value_the_characters_cannot_tell_is_redacted_where_its_clause_names_a_secret(text, secret):
+    out = redact(text).text
+    assert secret not in out and "<REDACTED_CREDENTIAL>" in out, out
+
+
+@pytest.mark.parametrize("text", CONTEXT_ORDINARY)
+def test_the_same_shapes_in_ordinary_clauses_stay(text):
+    assert redact(text).text == text
+
+
+def test_the_context_model_reads_the_clause_not_the_value():
+    model = context_model()
+    secret = "pasted VALUE into the runner settings and auth worked again"
+    public = "cherry-picked VALUE onto the release branch"
+    assert model.score(secret, secret.index("VALUE"), secret.index("VALUE") + 5) >= 0.7
+    assert model.score(public, public.index("VALUE"), public.index("VALUE") + 5) < 0.2
 
 
 def test_the_tuning_set_leaks_little_and_keeps_what_must_stay():

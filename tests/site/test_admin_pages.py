@@ -380,11 +380,12 @@ def test_writing_the_merged_text_goes_through_the_edit(curator_client):
 
 
 def test_splitting_a_contribution_makes_its_own_memory_that_stays_apart(curator_client):
+    """A memory merged into another is split back as itself (its id, text and history), not a copy."""
     keep, dropped = _pending_memory()
     contribution = keep.contributions.get()
     response = curator_client.post(reverse("admin:memories_memory_split", args=[contribution.pk]))
     assert response.status_code == 302
-    new = Memory.objects.get(provenance__split_from=str(keep.pk))
+    new = Memory.objects.get(pk=dropped.pk)
     assert new.status == Status.ACTIVE and new.content == dropped.content
     keep.refresh_from_db()
     assert not keep.contributions.exists() and not keep.merge_pending

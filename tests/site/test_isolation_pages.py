@@ -90,6 +90,10 @@ def _a_rows(teams: Teams) -> dict[str, Any]:
     rows["agents.Agent"] = teams.a.agent.pk  # a writer of team A only
     rows["auth.User"] = teams.a.agent.user_id
     rows["ingestion.IngestJob"] = uuid.UUID(teams.a.job_id)
+    from memories.models import MemoryEdit
+
+    edit = MemoryEdit.objects.create(space=teams.a.space, memory_id=teams.a.memory_id, editor="carol-a", action="edit",
+                                     before={"content": f"{CANARY} before"}, after={"content": "after"})
     return {**rows, "memory_id": uuid.UUID(teams.a.memory_id), "other_id": uuid.UUID(teams.a.memory_ids[1]),
             "contribution_id": teams.a.contribution_id, "candidate_id": teams.a.candidate_id,
             "change_id": teams.a.change_id, "cluster_change_id": teams.a.cluster_change_id,
@@ -98,7 +102,7 @@ def _a_rows(teams: Teams) -> dict[str, Any]:
             "job_id": uuid.UUID(teams.a.job_id), "segment_id": teams.a.segment_ids[0], "raw_id": teams.a.raw_ids[0],
             "token_id": ApiToken.objects.filter(agent=teams.a.agent).values_list("pk", flat=True).first(),
             "hold_id": teams.a.hold_id, "agent_id": teams.a.agent.pk, "batch": teams.a.hold_batch,
-            "report_id": teams.a.report_id,
+            "report_id": teams.a.report_id, "edit_id": edit.pk,
             "id": teams.a.agent.user_id}
 
 
@@ -147,7 +151,7 @@ def _row_pages() -> list[Page]:
 
 def test_the_suite_opens_every_admin_page():
     pages = admin_pages()
-    assert len(pages) == 155, len(pages)  # a new page changes this number, and is opened below
+    assert len(pages) == 156, len(pages)  # a new page changes this number, and is opened below
     assert {p.model._meta.label for p in pages if p.model} == {m._meta.label for m in admin.site._registry}
 
 

@@ -9,14 +9,19 @@ human passwords against ordinary technical tokens (``samples``). Then the contex
 - after a **cue** in the same line — a word that names a secret, strong or weak, in English or
   Chinese ("password", "token", "credential", "key", "auth", "密码", "令牌"…), with or without a
   connector — a modest score is enough (``CUE_SCORE``);
-- with **no cue**, a high score is needed (``BARE_SCORE``).
+- with **no cue**, a high score is needed (``BARE_SCORE``);
+- in between, the **context model** (``context.ContextModel``, learned from sentences around
+  secrets and around public values) reads the value's clause: a value of a modest score is a
+  secret where the words around it say so ("signing requests with … as the shared key").
 
-Shapes whose meaning the characters cannot tell are the context's call alone: bare hex of the
-lengths commits, digests and ids have (7–12, 16, 32, 40 and 64) and UUIDs stay unless a strong
-cue names them; bare hex of any other length is random by construction and redacted
-(``d37a8b9e09642cb73cfcf4e1 was rejected`` is no commit). Values after the words that make a
-value public (``commit``, ``sha256:``, ``trace``, ``version``…) stay unless a strong cue is
-nearer.
+Shapes whose meaning the characters cannot tell are the context model's call: bare hex of the
+lengths commits, digests and ids have (7–12, 16, 32, 40 and 64), UUIDs, words joined into one
+token ("cedar_cotton_rescue") or written as a run after a connector ("is maple river quantum"),
+and codes of digits ("4821 9930") stay unless a strong cue names them or the clause reads as a
+secret's (``runs``). Bare hex of any other length is random by construction and redacted
+(``d37a8b9e09642cb73cfcf4e1 was rejected`` is no commit); ten or more small words with no word of
+grammar between are a seed phrase. Values after the words that make a value public (``commit``,
+``sha256:``, ``trace``, ``version``…) stay unless a strong cue is nearer.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import re
 from collections.abc import Callable
 
 from memories.redaction.entropy import _UUID_RE, _path_like, _public_anywhere
+from memories.redaction.likeness import runs
+from memories.redaction.likeness.context import context_model
 from memories.redaction.likeness.model import likeness_model
 from memories.redaction.naming import named_secret
 from memories.redaction.patterns import Finding, is_reference
@@ -36,6 +43,12 @@ PHRASE_SCORE = 0.8
 STRONG_CUE_SCORE = 0.35
 CUE_SCORE = 0.7
 BARE_SCORE = 0.9
+# The context model (``context``): a value whose characters leave it in doubt (a likeness of at least
+# CONTEXT_FLOOR) is a secret where its clause scores CONTEXT_SCORE; a commit-shaped hex, a UUID, a run
+# of words or digits — shapes the characters cannot tell — where it scores CONTEXT_ALONE_SCORE.
+CONTEXT_SCORE = 0.7
+CONTEXT_FLOOR = 0.3
+CONTEXT_ALONE_SCORE = 0.8
 MIN_LENGTH = 8  # characters of a value with no cue
 MIN_LENGTH_CUED = 8  # shorter values after a cue and a connector are prose.py's
 
@@ -63,6 +76,9 @@ _PLAIN_RE = re.compile(r"^(?:[a-z]+|[A-Z][a-z]+|[A-Z]+|\d+(?:[.,]\d+)*|[a-z]+(?:
 _POD_RE = re.compile(r"^[a-z][a-z0-9-]*-[0-9a-f]{8,10}-[a-z0-9]{5}$")
 # A passphrase of dictionary words after a cue that names one: "correct-orbit-violet-quartz".
 _PASSPHRASE_RE = re.compile(r"^[a-z]{3,}(?:[-_.][a-z]{3,}){2,}$")
+_ASSIGNED_RE = re.compile(r"[=:]\s*[\"']?$")
+_DOTTED_WORDS_RE = re.compile(r"^[A-Za-z][a-z]{2,}(?:\.[a-z]{3,}){2,}$")
+_NAMES_AFTER_RE = re.compile(r"\s*(?:[=:(\[]|\.\w)")  # a name, a call or an attribute follows: not a value
 _USERINFO_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:(?P<password>[^\s/@]{3,})@[^\s/@]")
 _SWITCH_RE = re.compile(r"/[A-Za-z]{1,10}:(?!/)")
 _NAME_PREFIX_RE = re.compile(r"-{0,2}[A-Za-z_][\w.-]{0,60}[=:]")
@@ -260,6 +276,14 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
         line_start = _line_from(text, match.start(), _CONTEXT_WINDOW)
         if _TOOL_RE.search(text, line_start, match.start()) and not is_reference(match.group("value")):
             out.append((match.start("value"), match.end("value"), match.group("value"), "phrase"))
+    for start, end, run, words in runs.word_runs(text):  # the context model decides (find)
+        if names_secret(run) or context_model().names_a_thing(run):
+            continue  # a name ("invalid_token", "round robin mode"), not a secret
+        if words >= 3 or _cue_before(text, cues, starts, start) == "strong":
+            out.append((start, end, run, "context"))
+    out.extend((start, end, digits, "context") for start, end, digits in runs.digit_runs(text)
+               if not _ASSIGNED_RE.search(text, max(0, start - 3), start))  # a setting's number is its name's call
+    out.extend((start, end, words, "phrase") for start, end, words in runs.mnemonics(text))
     for match in _GROUPED_SEED_RE.finditer(text):
         if _cue_before(text, cues, starts, match.start()) and any(c.isdigit() for c in match.group()):
             out.append((match.start(), match.end(), match.group(), "url"))
@@ -291,19 +315,27 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
         if len(value) < (4 if cue == "url" else MIN_LENGTH_CUED if cue else MIN_LENGTH):
             continue
         if _PLAIN_RE.match(value) and cue not in ("strong", "url"):
-            continue  # a run of words is a passphrase only where a cue names one
-        if is_reference(value) or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start], holds_secret):
+            if (not _PASSPHRASE_RE.match(value) or _NAMES_AFTER_RE.match(text, end) or names_secret(value)
+                    or context_model().names_a_thing(value)):
+                continue  # a name ("aws_secret_access_key = …", "get_user_by_id(…"), not a value
+            cue = "context"  # a run of words is a passphrase only where the words around say so
+        reference = is_reference(value)
+        if (reference and cue != "url" and _DOTTED_WORDS_RE.match(value) and not _NAMES_AFTER_RE.match(text, end)
+                and not context_model().names_a_thing(value)):
+            cue = "context"  # words joined by dots: a module's path, or a passphrase if the words around say so
+        elif reference or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start], holds_secret):
             continue
         if value.startswith(("/", "./", "../", "~/", "\\", "$", "%", "@")) or _path_like(value) or _POD_RE.match(value):
             continue
         if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value))) and cue not in ("strong", "url"):
-            continue
+            cue = "context"  # a commit, a digest or an id unless the words around name a secret
         out.append((start, end, value, cue))
     return out
 
 
 def find(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[Finding]:
     model = likeness_model()
+    context = context_model()
     found: list[Finding] = []
     for start, end, value, cue in candidates(text, holds_secret):
         line_start = _line_from(text, start, _CONTEXT_WINDOW)
@@ -314,11 +346,16 @@ def find(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[F
         if cue != "strong" and (_public_anywhere(line, start - line_start, end - line_start)
                                 or _OBJECT_WORD_RE.search(text[max(line_start, start - 40) : start])):
             continue
+        if cue == "context":
+            if context.score(text, start, end) >= CONTEXT_ALONE_SCORE:
+                found.append(Finding(start, end, TAG, SCORE, "likeness"))
+            continue
         if _UUID_RE.match(value) or _HEX_RE.match(value) or _PASSPHRASE_RE.match(value):
             probability = 1.0  # the shape is random by construction; the checks above kept the public ones
         else:
             probability = model.score(value)
         threshold = STRONG_CUE_SCORE if cue == "strong" else CUE_SCORE if cue else BARE_SCORE
-        if probability >= threshold:
+        if probability >= threshold or (
+                probability >= CONTEXT_FLOOR and context.score(text, start, end) >= CONTEXT_SCORE):
             found.append(Finding(start, end, TAG, SCORE, "likeness"))
     return found

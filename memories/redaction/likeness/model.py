@@ -25,8 +25,10 @@ import re
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger("ultron.redaction")
 
@@ -155,11 +157,11 @@ _lock = threading.Lock()
 _model: LikenessModel | None = None
 
 
-def _cache_path(digest: str) -> Path | None:
+def _cache_path(name: str, digest: str) -> Path | None:
     from django.conf import settings
 
     root = getattr(settings, "ULTRON_DATA_DIR", None)
-    return Path(root) / "cache" / f"secret-likeness-{digest}.pickle" if root else None
+    return Path(root) / "cache" / f"{name}-{digest}.pickle" if root else None
 
 
 def likeness_model() -> LikenessModel:
@@ -168,7 +170,7 @@ def likeness_model() -> LikenessModel:
     if _model is None:
         with _lock:
             if _model is None:
-                _model = _load_or_fit()
+                _model = load_or_fit("secret-likeness", inputs_digest(), LikenessModel, _fit_from_samples)
     return _model
 
 
@@ -191,29 +193,34 @@ def inputs_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def _load_or_fit() -> LikenessModel:
+def _fit_from_samples() -> LikenessModel:
     from memories.redaction.likeness import samples
 
-    digest = inputs_digest()
-    path = _cache_path(digest)
+    tokens, labels = samples.examples()
+    return fit(tokens, labels, vocabulary_of(list(samples.shipped_texts())))
+
+
+def load_or_fit(name: str, digest: str, kind: type, fit_model: Callable[[], Any]) -> Any:
+    """A model fitted from shipped examples: read from the data directory's cache by the digest of
+    its inputs, or fitted (``fit_model``) and cached for the next process."""
+    path = _cache_path(name, digest)
     if path is not None and path.exists():
         try:
             with path.open("rb") as handle:
                 loaded = pickle.load(handle)  # our own file, written below
-            if isinstance(loaded, LikenessModel):
+            if isinstance(loaded, kind):
                 return loaded
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            logger.warning("secret likeness: the cached model could not be read, fitting again")
-    tokens, labels = samples.examples()
-    model = fit(tokens, labels, vocabulary_of(list(samples.shipped_texts())))
-    logger.info("secret likeness: fitted on %d tokens (%d secrets)", len(tokens), sum(labels))
+            logger.warning("%s: the cached model could not be read, fitting again", name)
+    fitted = fit_model()
+    logger.info("%s: fitted on %d examples", name, fitted.examples)
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_suffix(f".{os.getpid()}.tmp")
             with temporary.open("wb") as handle:
-                pickle.dump(model, handle)
+                pickle.dump(fitted, handle)
             temporary.replace(path)
         except OSError:
-            logger.warning("secret likeness: could not cache the fitted model at %s", path)
-    return model
+            logger.warning("%s: could not cache the fitted model at %s", name, path)
+    return fitted

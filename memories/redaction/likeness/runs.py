@@ -1,0 +1,56 @@
+"""Values written as several pieces, which no single token shows: a passphrase of words
+("maple river quantum lantern", "Tiger.Lemon.Anchor"), a wallet's seed words, a code in groups of
+digits ("4821 9930"). Each is found by its shape here; whether it is a secret is the context
+model's call (``likeness.find``), with a cue word needed where the shape is weak.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memories.redaction.names import stop_words
+
+# A run starts after a connector or an opening quote: "is", "was", ":", "=", "to", "with", "as",
+# "是"… and ends where its clause does (punctuation, a quote, a line's end, a joining word).
+_CONNECTOR = r"(?:\b(?:is|was|are|were|to|with|as|be|now|into|using)\s+|[:=：]\s*|[是为用]\s*)[\"'“`]?"
+_JOINER = r"(?:and|but|then|so|for|on|in|at|after|before|since|because|which|until|when|while|from)\b"
+_WORD = rf"(?!{_JOINER})[A-Za-z][a-z]{{1,11}}\d{{0,4}}"
+# Possessive: a run takes every word up to a joining word, and is a value only if its clause ends there.
+_WORD_RUN_RE = re.compile(rf"{_CONNECTOR}(?P<run>{_WORD}(?:[ ._-]{_WORD}){{1,23}}+)"
+                          rf"(?=[\"'”`]|\s*(?:[.,;:!?)，。；]|$)|\s+{_JOINER}|\s+[—–(-])", re.MULTILINE)
+_DIGIT_RUN_RE = re.compile(r"(?<![\w.:/-])(?:\d{3,8}+(?:[ -]\d{3,8}+){1,3}+|\d{6,10}+)(?![\w.:/-])")
+# Ten or more small words in a row with no word of grammar between: no sentence is written so, a
+# wallet's seed phrase (12–24 words) is.
+_MNEMONIC_RE = re.compile(r"(?<![\w-])[a-z]{3,8}+(?:[ ,]++[a-z]{3,8}+){9,23}+(?![\w-])")
+_FUNCTION_SHARE = 0.2  # of a long run's words (a seed phrase holds "about", "again"…)
+
+
+def word_runs(text: str) -> list[tuple[int, int, str, int]]:
+    """(start, end, run, words) of each run of words written as one value."""
+    out = []
+    stops = stop_words()
+    for match in _WORD_RUN_RE.finditer(text):
+        run = match.group("run")
+        words = re.split(r"[ ._-]", run)
+        if any(w.lower() in stops for w in words[:2]) or sum(w.lower() in stops for w in words) > _FUNCTION_SHARE * len(words):
+            continue  # a sentence, not a value: "is stored in the vault"
+        if len(words) == 2 and (" " not in run or not all(w[0].isupper() or w[-1].isdigit() for w in words)):
+            continue  # two plain words are prose ("is now broken") or a name ("invalid_token")
+        out.append((match.start("run"), match.end("run"), run, len(words)))
+    return out
+
+
+def digit_runs(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, digits) of each code of six or more digits, whole or in groups."""
+    return [(m.start(), m.end(), m.group()) for m in _DIGIT_RUN_RE.finditer(text)]
+
+
+def mnemonics(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, words) of each run of ten or more words holding no stop word."""
+    stops = stop_words()
+    out = []
+    for match in _MNEMONIC_RE.finditer(text):
+        words = re.split(r"[ ,]+", match.group())
+        if not any(w in stops for w in words):
+            out.append((match.start(), match.end(), match.group()))
+    return out
