@@ -42,7 +42,9 @@ def memory_page_panels(request: HttpRequest, object_id: Any) -> list[dict[str, A
 def edit_changes(edit: Any) -> str:
     """One history row's changed fields, before → after (the memory page's edit history)."""
     rows = []
-    for name in sorted(set(edit.before) | set(edit.after)):
+    # A field only in "before" was kept so that the change can be undone (a merge keeps the text it
+    # replaced), not changed: only what the entry changed is listed.
+    for name in sorted(set(edit.after) if edit.after else set(edit.before)):
         rows.append(format_html("<em>{}</em>: {} → {}", name, _short(edit.before.get(name)), _short(edit.after.get(name))))
     if edit.note:
         rows.append(format_html('<span class="hub-muted">{}</span>', edit.note))

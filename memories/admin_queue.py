@@ -203,12 +203,35 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     counted = _counts_context(request, counts, kinds, kind, family)
     pages = max(1, math.ceil(counted["total"] / PER_PAGE))
     context = {
-        **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Review queue", **counted,
+        # The page is the site's Review, not a page of the memory list: its header says so (no "opts").
+        **admin.admin_site.each_context(request), "title": "Review", "content_title": _heading(kind), **counted,
         "items": [_badged(_item(name, row, llm=llm)) for name, row in rows], "page": page,
         "pages": pages, "llm": llm, "bulk_actions": (HELD_BULK_ACTIONS if kind == "held" else BULK_ACTIONS).items(),
         "types": MemoryType.values,
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
+
+
+def _heading(kind: str | None) -> str:
+    return f"Review › {_kind_name(kind)}" if kind else "Review"
+
+
+def queue_summary(space_ids: list[int] | None) -> dict[str, Any]:
+    """What waits for review, as the queue's tabs count it (a family of pairs is one decision): the
+    total and each kind's count with its tab's URL. The dashboard and the sidebar's badge show these
+    same numbers."""
+    counts, queue = reads.review_queue_counts(space_ids=space_ids), reverse("admin:memories_memory_queue")
+    kinds = [{"kind": k, "name": _kind_name(k), "count": counts[k], "href": f"{queue}?kind={k}"}
+             for k in reads.queue_kinds()]
+    return {"total": sum(k["count"] for k in kinds), "kinds": kinds, "href": queue}
+
+
+def review_badge(request: HtmxHttpRequest) -> str:
+    """The sidebar's Review entry: how many decisions wait in the person's spaces ("" for none)."""
+    if not request.user.has_perm("memories.review_merges"):
+        return ""
+    total = queue_summary(page_spaces(request))["total"]
+    return str(total) if total else ""
 
 
 def _counts_context(request: HtmxHttpRequest, counts: dict[str, int], kinds: tuple[str, ...], kind: str | None,
@@ -221,6 +244,7 @@ def _counts_context(request: HtmxHttpRequest, counts: dict[str, int], kinds: tup
         "all_count": sum(counts[k] for k in kinds), "pairs": counts["candidate_pairs"],
         "kinds": [{"kind": k, "name": _kind_name(k), "count": counts[k]} for k in kinds],
         "counts_url": f"{request.path}?{query.urlencode()}",
+        "merge_pending": reads.merge_pending_count(space_ids=page_spaces(request)),
     }
 
 

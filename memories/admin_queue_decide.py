@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memories.admin_types import type_outcome
-from memories.models import ChangeKind, Memory
+from memories.models import ChangeKind
 from memories.selectors import review as reads
 from memories.services import conflict_decide, supersession_undo
 from memories.services.candidates import memory_fold
@@ -45,9 +45,8 @@ class Outcome:
     token: str | None = None  # the row to undo it on, when it is not the decided row's own
 
 
-def _memories(*ids: Any) -> list[Memory]:
-    found = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[i for i in ids if i])}
-    return [found[i] for i in ids if i in found]
+def _memories(*ids: Any) -> list[Any]:
+    return reads.memories_named(ids=list(ids))
 
 
 def family(ids: list[int], action: str, user: str, llm: bool) -> Outcome | None:
@@ -72,11 +71,8 @@ def family(ids: list[int], action: str, user: str, llm: bool) -> Outcome | None:
                     "older": "Merged into the oldest, which keeps its own text."}[keep_text], [kept], "unmerge")
 
 
-def _family_memories(ids: list[int]) -> list[Memory]:
-    from memories.models import MergeCandidate
-
-    pairs = MergeCandidate.objects.filter(pk__in=ids).values_list("duplicate_of_id", "memory_id")
-    return _memories(*dict.fromkeys(pk for pair in pairs for pk in pair))
+def _family_memories(ids: list[int]) -> list[Any]:
+    return _memories(*reads.family_memory_ids(candidate_ids=ids))
 
 
 def change(change_id: int, action: str, user: str) -> Outcome | None:
@@ -85,7 +81,9 @@ def change(change_id: int, action: str, user: str) -> Outcome | None:
         reopened = conflict_reopen(change_id=change_id, user=user)
         return Outcome("Reopened: the conflict waits for a decision again.",
                        _memories(reopened.old_id, reopened.new_id))
-    names = _memories(row.old_id, row.new_id)
+    def names() -> list[Any]:  # read after the decision: each memory's status as it now is
+        return _memories(row.old_id, row.new_id)
+
     if row.kind == ChangeKind.CONFLICT:
         decision = {"accept": "new", "different": "both"}.get(action, action)
         if decision not in ("new", "old", "both", "merge"):
@@ -95,20 +93,20 @@ def change(change_id: int, action: str, user: str) -> Outcome | None:
                         "old": "Settled: the older memory stays current; the newer one is superseded.",
                         "both": "Settled: both hold; nothing changed.",
                         "merge": "Merged into the older memory, with the newer text; no field either had is lost."
-                        }[decision], names, "reopen")
+                        }[decision], names(), "reopen")
     if action == "undo":
         supersession_undo(change_id=change_id, user=user)
-        return Outcome("Undone: the older memory is current again.", names, "resupersede")
+        return Outcome("Undone: the older memory is current again.", names(), "resupersede")
     if action == "resupersede":
         memory_supersede(old_id=row.old_id, new_id=row.new_id, decided_by=user, order=row.order or "curator",
                          evidence=row.evidence)
-        return Outcome("Superseded again: the newer memory is current.", names)
+        return Outcome("Superseded again: the newer memory is current.", names())
     if action == "accept":
         change_let_stand(change_id=change_id, user=user)
-        return Outcome("Accepted: the newer memory stays current.", names, "unaccept")
+        return Outcome("Accepted: the newer memory stays current.", names(), "unaccept")
     if action == "unaccept":
         change_let_stand_undo(change_id=change_id)
-        return Outcome("Back in the queue: the supersession waits for a decision.", names)
+        return Outcome("Back in the queue: the supersession waits for a decision.", names())
     return None
 
 

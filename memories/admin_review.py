@@ -68,19 +68,14 @@ def _pending_entry(memory: Any, form: MergedTextForm | None = None) -> dict[str,
 def review_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     if not request.user.has_perm("memories.review_merges"):
         raise PermissionDenied
-    pending = reads.merge_pending_page(page=request.GET.get("page"), per_page=PER_PAGE)
-    candidates = reads.merge_candidates_top(limit=20)
-    automatic = reads.merges_automatic_recent(days=7, limit=20)
     spaces = page_spaces(request)
+    pending = reads.merge_pending_page(page=request.GET.get("page"), per_page=PER_PAGE, space_ids=spaces)
+    automatic = reads.merges_automatic_recent(days=7, limit=20)
     context = {
-        **admin.admin_site.each_context(request), "opts": admin.opts, "title": "Merge review",
+        **admin.admin_site.each_context(request), "title": "Texts waiting for a merge",
+        "content_title": "Review › Texts waiting for a merge",
         "pending": pending, "entries": [_pending_entry(m) for m in pending],
-        "candidates": [{"candidate": c, "diff": word_diff(_body(c.duplicate_of), _body(c.memory))} for c in candidates],
         "automatic": automatic,
-        "conflicts": [{"change": c, "diff": word_diff(_body(c.old), _body(c.new))}
-                      for c in reads.changes_open(space_ids=spaces)],
-        "conflict_count": reads.changes_open_count(space_ids=spaces),
-        "conflict_actions": [("new", "Newer is current"), ("old", "Older is current"), ("both", "Both hold")],
         "supersessions": [{"change": c, "diff": word_diff(_body(c.old), _body(c.new))}
                           for c in reads.supersessions_recent(days=30, space_ids=spaces)],
     }

@@ -12,7 +12,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.templatetags.static import static
 from django.urls import path, reverse, reverse_lazy
-from django.utils.text import format_lazy
 from django.views.decorators.http import require_POST
 from unfold.sites import UnfoldAdminSite
 
@@ -45,6 +44,16 @@ def _space_admin(request: HttpRequest) -> bool:
     return bool(space_admin_ids(request))
 
 
+def _review_page(request: HttpRequest) -> bool:
+    """The review queue and the texts waiting for a merge (pages under the memory list's URL)."""
+    return request.path.startswith((reverse("admin:memories_memory_queue"),
+                                    reverse("admin:memories_memory_merge_review")))
+
+
+def _memories_page(request: HttpRequest) -> bool:
+    return request.path.startswith(reverse("admin:memories_memory_changelist")) and not _review_page(request)
+
+
 def sidebar(request: HttpRequest) -> list[dict[str, Any]]:
     """The work pages, grouped; each shown only to those with its permission."""
     return [
@@ -53,15 +62,12 @@ def sidebar(request: HttpRequest) -> list[dict[str, Any]]:
             "items": [
                 {"title": "Dashboard", "icon": "dashboard", "link": reverse_lazy("admin:index")},
                 {"title": "Memories", "icon": "psychology", "link": reverse_lazy("admin:memories_memory_changelist"),
-                 "permission": _can("memories.view_memory")},
-                {"title": "Review queue", "icon": "checklist",
+                 "active": _memories_page, "permission": _can("memories.view_memory")},
+                # One entry for every decision a curator takes (merges, conflicts, types, held
+                # memories, clusters): the queue, its badge the count its tabs show.
+                {"title": "Review", "icon": "checklist",
                  "link": reverse_lazy("admin:memories_memory_queue"),
-                 "permission": _can("memories.review_merges")},
-                {"title": "Held for review", "icon": "gpp_maybe",
-                 "link": format_lazy("{}?kind=held", reverse_lazy("admin:memories_memory_queue")),
-                 "permission": _can("memories.review_merges")},
-                {"title": "Merge review", "icon": "merge",
-                 "link": reverse_lazy("admin:memories_memory_merge_review"),
+                 "badge": "memories.admin_queue.review_badge", "active": _review_page,
                  "permission": _can("memories.review_merges")},
                 {"title": "Clusters", "icon": "bubble_chart",
                  "link": reverse_lazy("admin:clusters_knowledgecluster_changelist"),

@@ -12,9 +12,10 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from clusters.selectors import cluster_suggestions_open_count, clusters_ready
+from clusters.selectors import clusters_ready
 from ingestion import selectors as ingestion_reads
 from ingestion.models import WorkState
+from memories.admin_queue import queue_summary
 from memories.models import MemoryType, Status, Tier
 from memories.selectors import review as memory_reviews
 from memories.selectors.records import memory_stats
@@ -94,12 +95,8 @@ def review_counts(stats: dict[str, Any], space_ids: list[int] | None = None) -> 
         "ready_clusters": ready[:8],
         "ready_count": len(ready),
         "merge_pending": {"value": stats["merge_pending"], "href": review},
-        "candidates": {"value": memory_reviews.merge_candidates_open_count(space_ids=space_ids), "href": queue + "?kind=candidate"},
-        "conflicts": {"value": memory_reviews.changes_open_count(space_ids=space_ids), "href": queue + "?kind=conflict"},
-        "types": {"value": memory_reviews.type_reviews_open_count(space_ids=space_ids), "href": queue + "?kind=type"},
-        "held": {"value": memory_reviews.holds_open_count(space_ids=space_ids), "href": queue + "?kind=held"},
-        "cluster_suggestions": {"value": cluster_suggestions_open_count(space_ids=space_ids),
-                                "href": queue + "?kind=cluster_suggestion"},
+        # The queue's own counts (a family of pairs is one decision): the same numbers as its tabs.
+        "summary": queue_summary(space_ids),
         "queue": {"href": queue},
         "failed_segments": ingestion_reads.segments_parked_count(space_ids=space_ids),
     }

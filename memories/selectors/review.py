@@ -55,11 +55,16 @@ def merge_candidates_open_count(*, space_ids: list[int] | None = None) -> int:
     return _in_spaces(merge_candidates_open(), space_ids).count()
 
 
-def merge_pending_page(*, page: Any, per_page: int) -> Page:
+def merge_pending_page(*, page: Any, per_page: int, space_ids: list[int] | None = None) -> Page:
     """Active memories whose contributions wait for a curator's merge, newest change first."""
-    pending = (Memory.objects.filter(status=Status.ACTIVE, merge_pending=True).defer("embedding")
-               .order_by("-updated_at"))
+    pending = (_in_spaces(Memory.objects.filter(status=Status.ACTIVE, merge_pending=True), space_ids)
+               .defer("embedding").order_by("-updated_at"))
     return Paginator(pending, per_page).get_page(page)
+
+
+def merge_pending_count(*, space_ids: list[int] | None = None) -> int:
+    """How many memories have texts waiting to be merged into them."""
+    return _in_spaces(Memory.objects.filter(status=Status.ACTIVE, merge_pending=True), space_ids).count()
 
 
 def contributions_open(*, memory: Memory) -> list[MemoryContribution]:
@@ -318,6 +323,18 @@ def change_row(*, change_id: int) -> KnowledgeChange:
 def contribution_memory_id(*, contribution_id: int) -> Any:
     """The memory a contribution belongs to (``MemoryContribution.DoesNotExist`` when there is none)."""
     return MemoryContribution.objects.values_list("memory_id", flat=True).get(pk=contribution_id)
+
+
+def memories_named(*, ids: list[Any]) -> list[Memory]:
+    """The memories ``ids`` (gone ones left out), in that order: what a decided queue row names."""
+    found = {m.pk: m for m in Memory.objects.defer("embedding").filter(pk__in=[i for i in ids if i])}
+    return [found[i] for i in ids if i in found]
+
+
+def family_memory_ids(*, candidate_ids: list[int]) -> list[Any]:
+    """The memories of a family's pairs, each once, the older of each pair first."""
+    pairs = MergeCandidate.objects.filter(pk__in=candidate_ids).order_by("pk").values_list("duplicate_of_id", "memory_id")
+    return list(dict.fromkeys(pk for pair in pairs for pk in pair))
 
 
 def type_change_decided(*, change_id: int) -> bool:

@@ -221,12 +221,12 @@ def test_the_tabs_fetch_their_counts_again_after_a_decision_taken_in_place(apart
     assert url.startswith(queue + "?") and "kind=supersession" in url and "part=counts" in url
     before = quinn.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert before.lstrip().startswith('<div id="queue-counts"')  # the block alone, to swap in place
-    assert "Supersessions (1)" in before and "Review queue (1)" in before and "<table" not in before
+    assert "Supersessions (1)" in before and "Review (1)" in before and "<table" not in before
     response = quinn.post(reverse("admin:memories_memory_queue_decide"), {"action": "accept", "items": [f"change:{change.pk}"]},
                           HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"change-{change.pk}")
     assert response["HX-Trigger"] == "merge-reviewed"
     after = quinn.get(url, HTTP_HX_REQUEST="true").content.decode()
-    assert "Supersessions (0)" in after and "Review queue (0)" in after and "Merge candidates (1: 4 pairs)" in after
+    assert "Supersessions (0)" in after and "Review (0)" in after and "Merge candidates (1: 4 pairs)" in after
 
 
 def test_what_the_hub_saw_reads_in_plain_words():

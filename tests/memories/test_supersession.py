@@ -232,7 +232,7 @@ def test_a_curator_settles_conflicts_and_undoes_supersessions_on_the_review_page
     before, after = _upload(pair["old"]), _upload(pair["new"])
     change = KnowledgeChange.objects.get(old=before, new=after)
 
-    page = client.get(reverse("admin:memories_memory_merge_review")).content.decode()
+    page = client.get(reverse("admin:memories_memory_queue")).content.decode()
     assert "Conflicts (1)" in page and f'id="change-{conflict.pk}"' in page and f'id="change-{change.pk}"' in page
     response = client.post(reverse("admin:memories_memory_change_action", args=[conflict.pk, "both"]), follow=True)
     assert "both hold" in response.content.decode()

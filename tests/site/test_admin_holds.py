@@ -224,12 +224,13 @@ def test_the_counts_partial_counts_held_rows_for_htmx(curator_client, writer):
     assert response.status_code == 200 and 'id="queue-counts"' in body and "Held for review (1)" in body
     assert "<html" not in body
     full = curator_client.get(reverse(QUEUE) + "?kind=held").content.decode()
-    assert "<html" in full and "Review queue (1)" in full
+    assert "<html" in full and "Review (1)" in full
 
 
-def test_the_sidebar_leads_to_the_held_tab(curator_client):
+def test_the_dashboard_leads_to_the_held_tab_and_the_sidebar_has_one_review_entry(curator_client):
     body = curator_client.get(reverse("admin:index")).content.decode()
-    assert reverse(QUEUE) + "?kind=held" in body and "Held for review" in body
+    assert reverse(QUEUE) + "?kind=held" in body and "held for review" in body.lower()
+    assert reverse("admin:memories_memory_merge_review") not in body.split('id="main"')[0]  # not in the sidebar
 
 
 # --- the memory's page ------------------------------------------------------------------------------

@@ -183,7 +183,7 @@ def test_curator_splits_a_pending_merge_and_crystallizes_a_cluster(browser, live
     curator.shot("merge-review")
     curator.page.click("text=Split out as its own memory")
     curator.page.wait_for_selector(".hub-settled")
-    assert Memory.objects.filter(provenance__split_from=str(keep.pk)).exists()
+    assert Memory.objects.get(pk=drop.pk).status == "active"  # split back as itself, not a copy
     curator.shot("merge-review-split")
 
     curator.go(f"/admin/clusters/knowledgecluster/{cluster_id}/change/")

@@ -72,7 +72,7 @@ def test_curator_undoes_a_repair_in_place_sees_the_counts_drop_then_merges_in_bu
     curator.page.wait_for_selector(f"#clusterchange-{change.pk} .hub-settled")
     # The tabs fetch their counts again on the decision's event: no reload.
     curator.page.wait_for_selector("#queue-counts >> text=Cluster changes (0)")
-    assert "Review queue (0)" in tabs.inner_text() and curator.page.locator(".hub-settled").count() == 1
+    assert "Review (0)" in tabs.inner_text() and curator.page.locator(".hub-settled").count() == 1
     curator.shot("queue-cluster-change-undone-counts")
     assert _members(_cluster_of(a[0])) == {str(m.pk) for m in a}
 

@@ -64,7 +64,7 @@ def test_curator_approves_and_rejects_held_memories_and_undoes_one(browser, live
     curator.go("/admin/")
     assert "pusher-bot" in curator.page.locator("#one-reader").inner_text()
     curator.shot("holds-dashboard")
-    curator.page.click("text=Held for review >> nth=0")  # the sidebar's entry
+    curator.page.click("#content a.hub-stat:has-text('held for review')")  # the dashboard's count
     curator.page.wait_for_load_state("networkidle")
     assert "kind=held" in curator.page.url
     tabs = curator.page.locator("#queue-counts")
