@@ -8,6 +8,7 @@ import difflib
 
 import markdown  # type: ignore[import-untyped, unused-ignore]  # mypy's cache flips whether this is needed
 import nh3
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -76,8 +77,11 @@ def _crystallization_context(cluster: KnowledgeCluster, since: str | None, can_c
     waiting = queued_at is not None and (cluster.last_crystallization_at is None
                                          or cluster.last_crystallization_at < queued_at)
     poll = reverse("admin:clusters_knowledgecluster_crystallization", args=[cluster.pk])
+    # A cluster too small for a skill is not offered "Crystallize now" (it would only say "insufficient").
+    needed = settings.ULTRON_CRYSTALLIZATION_THRESHOLD
     return {"cluster": cluster, "waiting": waiting, "since": since or "", "poll_url": poll,
-            "ready": readiness(cluster), "can_crystallize": can_crystallize}
+            "ready": readiness(cluster), "can_crystallize": can_crystallize and cluster.member_count >= needed,
+            "too_small": cluster.member_count < needed, "needed": needed}
 
 
 class MemberInline(ReadOnlyTabularInline):

@@ -20,7 +20,7 @@ from django.utils.html import format_html, format_html_join
 from agents.admin_spaces import SpaceScopedAdmin
 from core.admin_tools import HtmxHttpRequest, HubAdmin, ReadOnlyTabularInline
 from memories import (
-    admin_candidates,  # noqa: F401  (registers the merge-candidate pages)
+    admin_candidates,  # also registers the merge-candidate pages
     admin_feedback,
     admin_history,
     admin_holds,
@@ -37,7 +37,6 @@ from memories.admin_filters import (
 from memories.models import (
     Memory,
     MemoryContribution,
-    MergeCandidate,
     Status,
 )
 from memories.selectors.neighbours import memory_neighbours
@@ -64,18 +63,6 @@ class ContributionInline(ReadOnlyTabularInline):
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("agent")
-
-
-class CandidateInline(ReadOnlyTabularInline):
-    """Memories this one may duplicate (decided in Merge candidates)."""
-
-    model = MergeCandidate
-    fk_name = "memory"
-    fields = ("duplicate_of", "similarity", "conflicts", "status", "llm_verdict", "decided_by", "decided_at")
-    verbose_name_plural = "may duplicate (merge candidates)"
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("duplicate_of").defer("duplicate_of__embedding")
 
 
 class MemoryForm(forms.ModelForm):
@@ -126,7 +113,7 @@ class MemoryAdmin(admin_feedback.FeedbackPanelMixin, admin_holds.HoldPanelMixin,
     search_fields = ("content",)  # the search box ranks with the hub's own hybrid search, see below
     search_help_text = "Search as an agent would (hybrid: meaning and words)"
     actions = ["archive_selected", "restore_selected", "set_type_selected"]
-    inlines = [ContributionInline, CandidateInline]
+    inlines = [ContributionInline, admin_candidates.CandidateInline]
     readonly_fields = ("status_line", "summaries", "redactions", "provenance_panel", "cluster_panel",
                        "similar_panel", "history_panel", "type_panel", "hold_panel", "feedback_panel")
     fieldsets = (

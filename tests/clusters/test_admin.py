@@ -95,3 +95,12 @@ def test_a_curator_sees_the_members_of_a_cluster(curator_client):
     page = curator_client.get(reverse("admin:clusters_knowledgecluster_change", args=[cluster.pk])).content.decode()
     assert "similarity to the centroid" in page
     assert members[0].content[:30] in page
+
+
+def test_a_cluster_too_small_for_a_skill_is_not_offered_crystallize_now(curator_client, settings):
+    members = _fill(6)
+    cluster = members[0].cluster_member.cluster
+    settings.ULTRON_CRYSTALLIZATION_THRESHOLD = cluster.member_count + 1
+    page = curator_client.get(reverse("admin:clusters_knowledgecluster_change", args=[cluster.pk])).content.decode()
+    assert "Crystallize now" not in page
+    assert f"A skill is written from {cluster.member_count + 1} memories or more" in page
