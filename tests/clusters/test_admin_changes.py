@@ -269,7 +269,8 @@ def test_the_dashboard_counts_merge_suggestions_and_links_into_the_queue_on_that
     def count(client: Client) -> str:
         page = client.get(reverse("admin:index")).content.decode()
         href = f'href="{reverse(QUEUE)}?kind=cluster_suggestion"'
-        assert href in page
+        if href not in page:  # the dashboard lists only the kinds that have something waiting
+            return "0"
         stat = page[page.index(href):][:300]
         return re.search(r'hub-stat-value">(\d+)<', stat).group(1)
 

@@ -227,10 +227,12 @@ def test_the_counts_partial_counts_held_rows_for_htmx(curator_client, writer):
     assert "<html" in full and "Review (1)" in full
 
 
-def test_the_dashboard_leads_to_the_held_tab_and_the_sidebar_has_one_review_entry(curator_client):
+def test_the_sidebar_has_one_review_entry_and_the_dashboard_the_queue_s_counts(curator_client):
     body = curator_client.get(reverse("admin:index")).content.decode()
-    assert reverse(QUEUE) + "?kind=held" in body and "held for review" in body.lower()
-    assert reverse("admin:memories_memory_merge_review") not in body.split('id="main"')[0]  # not in the sidebar
+    sidebar = body.split('id="main"')[0]
+    assert sidebar.count(f'href="{reverse(QUEUE)}"') == 1 and f'href="{reverse(QUEUE)}?kind=held"' not in sidebar
+    assert reverse("admin:memories_memory_merge_review") not in sidebar
+    assert "0 in the review queue" in body and "Nothing waits for a decision" in body
 
 
 # --- the memory's page ------------------------------------------------------------------------------

@@ -29,8 +29,15 @@ def test_curator_undoes_a_merge_a_settlement_and_an_edit(browser, live_server, s
     curator.page.wait_for_load_state("networkidle")
     assert "Merge candidates (1)" in curator.page.locator("#queue-counts").inner_text()
     row = f"#family-{pair.pk}"
+    badge = curator.page.locator('nav a[href="/admin/memories/memory/queue/"] span:last-child')
+    before = curator.page.locator("#queue-counts").get_attribute("data-total")
+    assert badge.inner_text().strip() == before
     curator.page.click(f"{row} >> text=Merge, keep older text")
     curator.page.wait_for_selector(f"{row} .hub-settled")
+    curator.page.wait_for_function(  # the sidebar's badge follows the queue's counts after a decision
+        "before => { const counts = document.getElementById('queue-counts').dataset.total;"
+        " const badge = document.querySelector('nav a[href=\"/admin/memories/memory/queue/\"] span:last-child');"
+        " return counts !== before && badge.textContent.trim() === (counts === '0' ? '' : counts); }", arg=before)
     assert Memory.objects.get(pk=newer.pk).status == Status.ARCHIVED
     settled = curator.page.locator(f"{row} .hub-settled").inner_text()
     assert "Merged into the oldest" in settled and REFUND[:30] in settled

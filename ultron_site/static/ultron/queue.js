@@ -23,6 +23,14 @@
     document.querySelectorAll('#queue-bulk button[type="submit"]').forEach(function (button) { button.disabled = chosen === 0; });
     return boxes;
   }
+  // The sidebar's Review badge follows the counts the queue fetches again after each decision.
+  document.addEventListener("htmx:afterSettle", function () {
+    var counts = document.getElementById("queue-counts");
+    if (!counts) { return; }
+    var link = document.querySelector('#nav-sidebar a[href="' + counts.dataset.queue + '"], nav a[href="' + counts.dataset.queue + '"]');
+    var badge = link && link.querySelector("span:last-child");
+    if (badge && /^\d*$/.test(badge.textContent.trim())) { badge.textContent = counts.dataset.total === "0" ? "" : counts.dataset.total; }
+  });
   document.addEventListener("change", function (event) {
     if (event.target && event.target.name === "items") { selection(); }
   });
