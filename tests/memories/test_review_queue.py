@@ -215,7 +215,7 @@ def test_the_tabs_fetch_their_counts_again_after_a_decision_taken_in_place(apart
     queue = reverse("admin:memories_memory_queue")
     page = quinn.get(queue, {"kind": "supersession"}).content.decode()
     # The tabs listen for the decision's event and fetch themselves again (with the page's own filter).
-    block = re.search(r'<div id="queue-counts" hx-get="([^"]+)" hx-trigger="merge-reviewed from:body"', page)
+    block = re.search(r'<div id="queue-counts"[^>]* hx-get="([^"]+)" hx-trigger="merge-reviewed from:body"', page)
     assert block, page[:2000]
     url = block.group(1).replace("&amp;", "&")
     assert url.startswith(queue + "?") and "kind=supersession" in url and "part=counts" in url
