@@ -7,9 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.http import HttpRequest
-from django.test import Client
 from django.urls import reverse
 
 from agents.services import space_create
@@ -27,19 +24,11 @@ from memories.selectors.review import review_queue
 from memories.services import memory_upload
 from memories.services.inputs import MemoryInputError
 from memories.services.queue import change_let_stand, family_dismiss, family_merge
-from tests.spaces import curate_shared
-from ultron_site.people import person_create
 
 pytestmark = pytest.mark.django_db
 
 NODE = "npm ci fails with EBADENGINE on Node {v}: the lock file was written by npm 10; run `npm ci` on Node 20"
 OTHER = "pytest collects nothing when the test files are named check_*.py: set python_files in pytest.ini"
-
-
-@pytest.fixture
-def apart(settings):
-    """Thresholds that neither merge nor propose anything by themselves: the candidates are made here."""
-    settings.ULTRON_DUPLICATE_THRESHOLD = settings.ULTRON_DUPLICATE_SOFT_THRESHOLD = 0.9999
 
 
 def _pair(first: Memory, second: Memory, similarity: float = 0.9) -> MergeCandidate:
@@ -54,15 +43,6 @@ def _family(apart) -> tuple[list[Memory], list[MergeCandidate]]:
     pairs = [_pair(members[0], members[1]), _pair(members[1], members[2]), _pair(members[2], members[3]),
              _pair(members[0], members[3])]
     return members, pairs
-
-
-@pytest.fixture
-def quinn(db):
-    person = person_create(username="quinn", role="curator", password_once=False)
-    curate_shared(get_user_model().objects.get(username="quinn"))
-    client = Client()
-    assert client.login(request=HttpRequest(), username=person.username, password=person.password)
-    return client
 
 
 def test_pairs_that_share_memories_are_one_family_in_the_queue(apart):

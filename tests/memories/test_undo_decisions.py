@@ -5,9 +5,6 @@ decided row that names its memories and keeps an Undo."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.http import HttpRequest
-from django.test import Client
 from django.urls import reverse
 
 from memories.models import (
@@ -27,19 +24,11 @@ from memories.services.inputs import MemoryInputError
 from memories.services.queue import family_dismiss, family_merge
 from memories.services.review import contribution_split
 from memories.services.unmerge import conflict_reopen, family_reopen, family_unmerge, memory_revert
-from tests.spaces import curate_shared
-from ultron_site.people import person_create
 
 pytestmark = pytest.mark.django_db
 
 REFUND = "Refund API answered 409 on retry: the idempotency key was reused"
 REFUND_NEW = "Refund API returns 409 Conflict when a retry reuses its idempotency key"
-
-
-@pytest.fixture
-def apart(settings):
-    """Nothing merges or is proposed by itself: the pairs are made here."""
-    settings.ULTRON_DUPLICATE_THRESHOLD = settings.ULTRON_DUPLICATE_SOFT_THRESHOLD = 0.9999
 
 
 def _pair(first: Memory, second: Memory) -> MergeCandidate:
@@ -135,15 +124,6 @@ def test_an_edit_is_reverted_from_the_history():
     archived = MemoryEdit.objects.get(memory=memory, action="archive")
     with pytest.raises(MemoryInputError):  # an entry that changed no text has nothing to revert to
         memory_revert(memory_id=memory.pk, edit_id=archived.pk, editor="quinn")
-
-
-@pytest.fixture
-def quinn():
-    person = person_create(username="quinn", role="curator", password_once=False)
-    curate_shared(get_user_model().objects.get(username="quinn"))
-    client = Client()
-    assert client.login(request=HttpRequest(), username=person.username, password=person.password)
-    return client
 
 
 def test_a_decided_row_names_its_memories_and_undoes_in_place(quinn, apart):
