@@ -24,6 +24,9 @@ os.environ["ULTRON_LLM_PROVIDER"] = "offline"
 os.environ["ULTRON_EMBEDDING_PROVIDER"] = "local"
 os.environ["ULTRON_LLM_BACKOFF_SECONDS"] = "0"
 os.environ["ULTRON_API_RATE"] = "100000/min"
+# Hits written in the request, where a test reads them back at once; tests/memories/test_uses.py
+# covers the buffered path that serves by default.
+os.environ.setdefault("ULTRON_HITS_FLUSH_SECONDS", "0")
 os.environ.pop("DASHSCOPE_API_KEY", None)
 os.environ.pop("OPENAI_BASE_URL", None)
 

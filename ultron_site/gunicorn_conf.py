@@ -23,3 +23,11 @@ def post_worker_init(worker) -> None:  # noqa: ANN001
     from ultron_site.warmup import warm_up
 
     worker.log.info("worker warm in %.1f s", warm_up())
+
+
+def worker_exit(server, worker) -> None:  # noqa: ANN001, ARG001
+    from memories.services import uses_flush
+
+    written = uses_flush()  # the hits this worker buffered (memories/services/uses.py)
+    if written:
+        worker.log.info("recorded %d buffered memory uses on exit", written)

@@ -500,6 +500,13 @@ ULTRON_HOT_MIN_READERS = env_int(
     help="A memory rises to HOT only once this many distinct agents other than its writer used it.",
 )
 
+ULTRON_HITS_FLUSH_SECONDS = env_float(
+    "ULTRON_HITS_FLUSH_SECONDS", 2.0, minimum=0.0, maximum=60.0, group="memories",
+    help="Searches, details and context calls record their hits in a buffer each process writes this "
+         "often (and on a clean stop), not in the request; a crash loses at most this interval's hits. "
+         "0 records them in the request.",
+)
+
 ULTRON_FEEDBACK_CAP = env_int(
     "ULTRON_FEEDBACK_CAP", 3, minimum=0, group="memories",
     help="Helpful minus not-helpful votes (one per agent) count up to this many either way in a memory's rank.",

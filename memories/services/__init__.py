@@ -6,7 +6,8 @@ functions; none of them bypasses validation, redaction or the duplicate check.
 - ``calibration``: the embedding space's thresholds fitted on the labelled sets and stored;
 - ``upload``: the upload funnel (dedup, contributions), one memory or a batch;
 - ``merge``: LLM merges of contributions, summaries, consolidation of leftover pairs;
-- ``tiers``: hit counts and the HOT / WARM / COLD rebalance;
+- ``uses``: agents' uses of memories (hits), buffered off the request path;
+- ``tiers``: the HOT / WARM / COLD rebalance;
 - ``lifecycle``: archive, restore, delete;
 - ``promote``: a curator's copy of a memory into another space they curate;
 - ``recall``: search, details and context for agents (they count hits);
@@ -58,7 +59,6 @@ from memories.services.supersede import (
 )
 from memories.services.tiers import (
     RebalanceResult,
-    memory_uses_record,
     tiers_rebalance,
 )
 from memories.services.types import (
@@ -77,6 +77,7 @@ from memories.services.upload import (
     upload_lock_register,
     upload_locks,
 )
+from memories.services.uses import memory_uses_record, uses_defer, uses_flush, uses_pending
 
 __all__ = [
     "CalibrationOutcome",
@@ -105,6 +106,9 @@ __all__ = [
     "memory_contribution_import",
     "memory_delete",
     "memory_uses_record",
+    "uses_defer",
+    "uses_flush",
+    "uses_pending",
     "memory_import",
     "memory_input_clean",
     "memory_inputs_clean",

@@ -22,7 +22,7 @@ from memories.redaction.policy import Occasion, redact_one_for
 from memories.selectors import AssembledContext, SearchHit
 from memories.services.embedding_space import configured_space, embed_texts
 from memories.services.inputs import tags_normalise
-from memories.services.tiers import memory_uses_record
+from memories.services.uses import uses_defer
 from memories.thresholds import NO_FLOOR, model_thresholds
 
 
@@ -101,9 +101,10 @@ def memories_search(
         vector=vector, limit=limit, memory_type=memory_type, tier=tier, tags=tags_normalise(tags or []),
         min_score=min_score, mode=mode, text=text, floor=relevance_floor(), space_ids=space_ids,
     )
-    counted = memory_uses_record(ids=[hit.id for hit in hits], reader_id=reader_id)
+    counted = uses_defer(ids=[hit.id for hit in hits], reader_id=reader_id)
     replaced = selectors.memories_superseded_by(ids=[hit.id for hit in hits]) if hits else {}
-    # The counts handed back already include the hit just recorded (flow.md#hits).
+    # The counts handed back include the hit just recorded when uses are written in the request
+    # (ULTRON_HITS_FLUSH_SECONDS=0); deferred, they are the stored ones (flow.md#hits).
     current = [replace(hit, hit_count=hit.hit_count + (hit.id in counted), supersedes=replaced.get(hit.id, []))
                for hit in hits]
     if include_superseded and replaced:
@@ -135,7 +136,7 @@ def memories_read(*, ids: list[Any], space_ids: list[int] | None = None,
     ``space_ids`` is not found, nor a held one unless ``reader_id`` wrote it)."""
     ids = list(dict.fromkeys(ids))
     memories = selectors.memory_details(ids=ids, space_ids=space_ids, writer_id=reader_id)
-    counted = memory_uses_record(ids=[m.pk for m in memories], reader_id=reader_id)
+    counted = uses_defer(ids=[m.pk for m in memories], reader_id=reader_id)
     for memory in memories:
         memory.hit_count += memory.pk in counted
     found = {m.pk for m in memories}
@@ -154,7 +155,7 @@ def context_build(
         vector=vector, token_budget=token_budget, memory_type=memory_type, tags=tags_normalise(tags or []),
         text=text, floor=relevance_floor() if vector is not None else None, space_ids=space_ids,
     )
-    memory_uses_record(ids=[b.id for b in assembled.blocks if b.section == "relevant"], reader_id=reader_id)
+    uses_defer(ids=[b.id for b in assembled.blocks if b.section == "relevant"], reader_id=reader_id)
     return assembled
 
 

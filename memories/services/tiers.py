@@ -1,12 +1,10 @@
-"""Hits and tiers: a read that finds a memory counts once per reading agent a day, never its
-writer's own (docs/flow.md#hits), and the rebalance ranks all active memories into HOT / WARM /
-COLD by those counts (HOT only with ``ULTRON_HOT_MIN_READERS`` distinct readers), archiving stale
+"""Tiers: the rebalance ranks all active memories into HOT / WARM / COLD by their hits
+(docs/flow.md#hits; recorded by ``uses``) (HOT only with ``ULTRON_HOT_MIN_READERS`` distinct readers), archiving stale
 COLD ones."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -14,46 +12,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memories import signals
-from memories.models import LexemeCount, Memory, MemoryRank, MemoryRead, TierSnapshot
-
-# One statement: a read row per (memory, reader, day) — its ``calls`` counting every use, for the
-# dashboard — and, for the rows that are the reader's first of the day, a hit on the memory (and
-# one more distinct reader when the reader never used it before). The memory's writer is left out.
-_USES_SQL = """
-WITH asked AS (
-    SELECT id, space_id FROM {memories}
-    WHERE id = ANY(%(ids)s::uuid[]) AND status = 'active' AND agent_id IS DISTINCT FROM %(reader)s
-), recorded AS (
-    INSERT INTO {reads} (space_id, memory_id, reader_id, day, calls, last_at)
-    SELECT space_id, id, %(reader)s, %(day)s, 1, %(now)s FROM asked
-    ON CONFLICT (memory_id, reader_id, day) DO UPDATE SET calls = {reads}.calls + 1, last_at = EXCLUDED.last_at
-    RETURNING memory_id, (xmax = 0) AS fresh
-), counted AS (
-    SELECT r.memory_id, NOT EXISTS (
-        SELECT 1 FROM {reads} p WHERE p.memory_id = r.memory_id AND p.reader_id = %(reader)s AND p.day < %(day)s
-    ) AS new_reader
-    FROM recorded r WHERE r.fresh
-)
-UPDATE {memories} m SET hit_count = m.hit_count + 1, last_hit_at = %(now)s,
-       readers = m.readers + CASE WHEN c.new_reader THEN 1 ELSE 0 END
-FROM counted c WHERE m.id = c.memory_id
-RETURNING m.id
-"""
-
-
-def memory_uses_record(*, ids: list[Any], reader_id: int | None) -> set[Any]:
-    """A use of each active memory in ``ids`` by the agent ``reader_id`` (search results,
-    details, context, a duplicate upload): a hit only for the reader's first use of the day and
-    never for the memory's own writer; None (a person in the admin site) records nothing.
-    Returns the ids of the memories that gained a hit."""
-    if not ids or reader_id is None:
-        return set()
-    now = timezone.now()
-    params: dict[str, Any] = {"ids": [str(i) for i in ids], "reader": reader_id, "day": timezone.localdate(now),
-                              "now": now}
-    with connection.cursor() as cursor:
-        cursor.execute(_USES_SQL.format(memories=Memory._meta.db_table, reads=MemoryRead._meta.db_table), params)
-        return {row[0] for row in cursor.fetchall()}
+from memories.models import LexemeCount, Memory, MemoryRank, TierSnapshot
 
 
 @dataclass(frozen=True)

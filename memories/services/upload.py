@@ -48,8 +48,8 @@ from memories.services.inputs import (
     tags_normalise,
 )
 from memories.services.supersede import changes_check
-from memories.services.tiers import memory_uses_record
 from memories.services.types import type_review_record
+from memories.services.uses import memory_uses_record
 from memories.text import content_hash, embedding_text, memory_body
 
 
