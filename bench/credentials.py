@@ -3,9 +3,9 @@
     .venv/bin/python bench/credentials.py [--sets tune,fresh] [--misses tune] [--json]
 
 Sets (tests/data/): ``secret_sentences.jsonl`` (**tune**: the detectors' thresholds were chosen on
-it) and ``secret_sentences_fresh.jsonl``, ``_fresh3`` and ``_fresh4`` (**fresh**, **fresh3**,
-**fresh4**: each written blind by someone who saw neither the detectors nor the other sets; never
-tuned on, their misses are not read). Each line:
+it) and ``secret_sentences_fresh.jsonl``, ``_fresh3``, ``_fresh4`` and ``_fresh5`` (**fresh** …
+**fresh5**: each written blind by someone who saw neither the detectors nor the other sets;
+never tuned on, their misses are not read). Each line:
 ``{id, kind: secret|ordinary, family, lang, text, secrets: [...], keep: [...]}``.
 
 A secret **leaks** when the redacted text still holds it, or any piece of it of half its length
@@ -30,6 +30,7 @@ from bench._common import ROOT, django_setup, print_table, write_results  # noqa
 SETS = {"tune": ROOT / "tests/data/secret_sentences.jsonl", "fresh": ROOT / "tests/data/secret_sentences_fresh.jsonl",
         "fresh3": ROOT / "tests/data/secret_sentences_fresh3.jsonl",
         "fresh4": ROOT / "tests/data/secret_sentences_fresh4.jsonl",
+        "fresh5": ROOT / "tests/data/secret_sentences_fresh5.jsonl",
         "tune2": ROOT / "tests/data/secret_sentences_tune2.jsonl"}
 
 
@@ -58,7 +59,7 @@ def measure(rows: list[dict], outputs: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="tune,fresh,fresh3,fresh4")
+    parser.add_argument("--sets", default="tune,fresh,fresh3,fresh4,fresh5")
     parser.add_argument("--misses", choices=["tune", "tune2"], default=None, help="list the tuning set's leaks and losses")
     parser.add_argument("--without-likeness", action="store_true",
                         help="the detectors as they were before the learned secret-likeness score")

@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.core.exceptions import ValidationError
+from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -33,9 +34,10 @@ from clusters.models import (
     SkillStatus,
     SkillVersion,
 )
-from clusters.services.membership import _ASSIGN_LOCK
+from clusters.services.membership import ASSIGN_LOCK
 from clusters.services.rebuild import cluster_relabel
 from core.errors import ApplicationError
+from core.locks import space_locks_take
 from memories.services.edit import memories_history_record
 
 # The decider's name when the pipeline's repair made the change.
@@ -52,10 +54,21 @@ class ClusterChangeError(ApplicationError):
     """A cluster change or undo the hub refuses (another space, a later change stands on it …)."""
 
 
-def placement_lock() -> None:
-    """The lock every cluster placement takes (uploads, repair, curators' changes): one at a time."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ASSIGN_LOCK])
+def placement_lock(space_id: int | None) -> None:
+    """The lock every cluster placement of a space takes (uploads, repair, curators' changes): one
+    at a time within a space. None (what the change names does not exist): nothing to lock, the
+    change refuses."""
+    if space_id is not None:
+        space_locks_take(ASSIGN_LOCK, [space_id])
+
+
+def space_of(model: type[models.Model], pk: Any) -> int | None:
+    """The space of ``model`` row ``pk`` (a row's space never changes: read before its lock), or
+    None when there is no such row (or ``pk`` is not one)."""
+    try:
+        return model.objects.filter(pk=pk).values_list("space_id", flat=True).first()
+    except (ValueError, TypeError, ValidationError):
+        return None
 
 
 def empty_cluster(*, space_id: int, topic: str = "", pk: int | None = None) -> KnowledgeCluster:
@@ -253,7 +266,7 @@ def cluster_change_undo(*, change_id: int, user: str, space_ids: list[int] | Non
     (undo that one first), or none of its memories is still where the change put it.
     ``space_ids``: the spaces the caller may change (None: any)."""
     with transaction.atomic():
-        placement_lock()
+        placement_lock(space_of(ClusterChange, change_id))
         change = ClusterChange.objects.select_for_update().filter(pk=change_id).first()
         if change is None or (space_ids is not None and change.space_id not in space_ids):
             raise ClusterChangeError("no such cluster change", code="not_found")

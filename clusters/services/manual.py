@@ -22,8 +22,10 @@ from clusters.services.changes import (
     skill_versions_follow,
     skills_follow,
     skills_mark_changed,
+    space_of,
 )
 from clusters.services.rebuild import cluster_relabel
+from memories.models import Memory
 
 
 def _cluster(cluster_id: Any, space_ids: list[int] | None, field: str) -> KnowledgeCluster:
@@ -46,7 +48,7 @@ def clusters_merge(*, into: Any, other: Any, user: str, space_ids: list[int] | N
     ``into``'s centroid sum gains exactly their vectors, ``other`` is deleted, skills follow
     their memories and ``into`` is named again. Undo makes ``other`` again."""
     with transaction.atomic():
-        placement_lock()
+        placement_lock(space_of(KnowledgeCluster, into))
         keep = _cluster(into, space_ids, "into")
         gone = _cluster(other, space_ids, "other")
         if keep.pk == gone.pk:
@@ -65,7 +67,7 @@ def cluster_split(*, cluster_id: Any, memory_ids: list[Any], user: str,
     sums change by exactly their vectors, both clusters are named again, and a skill stays with
     the side holding most of its memories. Undo puts them back."""
     with transaction.atomic():
-        placement_lock()
+        placement_lock(space_of(KnowledgeCluster, cluster_id))
         cluster = _cluster(cluster_id, space_ids, "cluster_id")
         chosen = list(dict.fromkeys(str(m) for m in memory_ids))
         if not chosen:
@@ -94,7 +96,7 @@ def cluster_member_move(*, memory_id: Any, to_cluster_id: Any, user: str, space_
     another of its space (a cluster it leaves empty is deleted; undo makes it again). Both
     centroid sums change by exactly its vector."""
     with transaction.atomic():
-        placement_lock()
+        placement_lock(space_of(Memory, memory_id))
         try:
             member = ClusterMember.objects.select_for_update().filter(memory_id=memory_id).first()
         except ValidationError:  # not a UUID

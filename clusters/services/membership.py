@@ -4,18 +4,20 @@ a member leaving or changing subtracts exactly what it added."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from django.db import connection, transaction
 
 from clusters.judgements.label import cluster_label
 from clusters.models import ClusterMember, KnowledgeCluster
+from core.locks import lock_class
 from memories.models import Memory, Status
 from memories.thresholds import model_thresholds
 from memories.vectors import vector_literal
 
-_ASSIGN_LOCK = int.from_bytes(hashlib.sha256(b"ultron:cluster-assign").digest()[:8], "big", signed=True)
+# Clusters never mix spaces: placements in different spaces never wait for each other.
+ASSIGN_LOCK = "cluster-assign"
+ASSIGN_CLASS = lock_class(ASSIGN_LOCK)
 
 
 def _centroid_shift(cluster_id: int, *, add: Any = None, subtract: Any = None, members: int = 0) -> None:
@@ -87,7 +89,8 @@ _WIDE_SCAN = f"SELECT {_WIDE_SCAN_SETTING}"
 # The placement lock and the wider index scan, as SELECT-list expressions: the upload evaluates
 # them in its first statement, after its own lock; any other placement takes them alone.
 UPLOAD_LOCKS = {
-    "cluster placement (clusters): one memory joins or founds a cluster at a time": f"pg_advisory_xact_lock({_ASSIGN_LOCK})",
+    "cluster placement (clusters): one memory of a space joins or founds a cluster at a time":
+        f"pg_advisory_xact_lock({ASSIGN_CLASS}, %(space)s)",
     "wider HNSW scan for the nearest centroid (clusters)": _WIDE_SCAN_SETTING,
 }
 

@@ -32,8 +32,9 @@ from clusters.services.changes import (
     clusters_drop_empty,
     skill_versions_follow,
 )
-from clusters.services.membership import _ASSIGN_LOCK, _centroid_shift, nearest_cluster
+from clusters.services.membership import ASSIGN_LOCK, _centroid_shift, nearest_cluster
 from clusters.services.suggestions import cluster_suggestions_record, suggestion_band
+from core.locks import space_locks_take
 from memories.thresholds import model_thresholds
 from memories.vectors import vector_literal
 
@@ -46,8 +47,8 @@ def clusters_repair(*, limit: int = 200) -> dict[str, int]:
     """One bounded repair pass: at most ``limit`` merges and ``limit`` members checked."""
     limits = model_thresholds()
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ASSIGN_LOCK])
+        # A pass over every space's clusters: every space's placement lock, in order.
+        space_locks_take(ASSIGN_LOCK, None)
         merged, suggested = _merge_close(threshold=limits.cluster_merge, band=suggestion_band(limits), limit=limit)
         moved = _move_misfits(threshold=limits.cluster, limit=limit)
     return {"merged": merged, "moved": moved, "suggested": suggested}

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from clusters.models import ClusterChange, ClusterSuggestion, KnowledgeCluster, SuggestionStatus
 from clusters.selectors import cluster_pair_evidence
-from clusters.services.changes import ClusterChangeError, cluster_fold, placement_lock
+from clusters.services.changes import ClusterChangeError, cluster_fold, placement_lock, space_of
 from memories.thresholds import ModelThresholds
 
 # How far under ``cluster_merge`` a pair of centroids is still suggested (never under the
@@ -72,7 +72,7 @@ def cluster_suggestion_decide(*, suggestion_id: int, action: str, user: str,
     if action not in ("merge", "dismiss"):
         raise ClusterChangeError(f"unknown action {action!r}: merge or dismiss", field="action")
     with transaction.atomic():
-        placement_lock()
+        placement_lock(space_of(ClusterSuggestion, suggestion_id))
         queryset = ClusterSuggestion.objects.select_for_update()
         if space_ids is not None:
             queryset = queryset.filter(space_id__in=space_ids)

@@ -4,7 +4,6 @@ memory it duplicates or store it as new (with merge candidates when unsure)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from django.utils import timezone
 
 from agents.models import Agent, Space
 from agents.selectors import space_or_shared
+from core.locks import lock_class
 from core.queue import enqueue_on_commit
 from memories import signals
 from memories.judgements.classify import TypeDecision, classify_decide
@@ -81,8 +81,8 @@ class UploadResult:
         return self.candidates[0].duplicate_of_id if self.candidates else None
 
 
-# A 64-bit key derived from a name, so that no other advisory lock in the database shares it by chance.
-_DEDUP_LOCK = int.from_bytes(hashlib.sha256(b"ultron:dedup").digest()[:8], "big", signed=True)
+# The duplicate decision's lock is per space (core.locks).
+_DEDUP_CLASS = lock_class("dedup")
 # What other apps have every upload take with its own lock, in the same statement (see
 # ``upload_lock_register``): label -> SELECT-list expression, run in order after the duplicate lock.
 _UPLOAD_LOCKS: dict[str, str] = {}
@@ -92,7 +92,8 @@ def upload_lock_register(label: str, expression: str) -> None:
     """Have every upload evaluate ``expression`` (an advisory-lock call, a ``set_config``) in its
     first statement, right after taking the duplicate lock: an app that must lock before it acts
     on a new memory (the cluster side placing it) then needs no statement of its own for that,
-    and the locks are always taken in one order. Receivers of ``memory_added`` are told so
+    and the locks are always taken in one order. ``%(space)s`` in the expression is the upload's
+    space id. Receivers of ``memory_added`` are told so
     (``locks_held=True``). ``label`` says what the lock is for; it is written into the statement
     as a SQL comment, so ``pg_stat_activity`` and the logs show it. Called from an
     ``AppConfig.ready()``; registering a label twice keeps the last expression."""
@@ -103,16 +104,19 @@ def upload_lock_register(label: str, expression: str) -> None:
 
 def upload_locks() -> list[tuple[str, str]]:
     """Every lock an upload takes, in the order it takes them: (label, SQL expression)."""
-    # The graph holds every space's memories: the duplicate check's neighbours in the upload's
-    # space are found by scanning on past the others, in distance order (selectors.duplicates).
-    return [("duplicate check: one upload decides at a time, its scan in distance order",
-             f"pg_advisory_xact_lock(%s), {STRICT_SCAN_SETTING}"), *_UPLOAD_LOCKS.items()]
+    # Duplicates are decided within a space, so uploads to different spaces never wait for each
+    # other; within a space one upload decides at a time. The graph holds every space's memories:
+    # the duplicate check's neighbours in the upload's space are found by scanning on past the
+    # others, in distance order (selectors.duplicates).
+    return [("duplicate check: one upload of a space decides at a time, its scan in distance order",
+             f"pg_advisory_xact_lock({_DEDUP_CLASS}, %(space)s), {STRICT_SCAN_SETTING}"), *_UPLOAD_LOCKS.items()]
 
 
-def _upload_locks_take(cursor: Any) -> None:
-    """The upload's first statement, one round trip: the locks of ``upload_locks()``, each with
-    its label as a comment (``SELECT pg_advisory_xact_lock(…) /* duplicate check… */, …``)."""
-    cursor.execute("SELECT " + ", ".join(f"{sql} /* {label} */" for label, sql in upload_locks()), [_DEDUP_LOCK])
+def _upload_locks_take(cursor: Any, space_id: int) -> None:
+    """The upload's first statement, one round trip: the locks of ``upload_locks()`` for its space,
+    each with its label as a comment (``SELECT pg_advisory_xact_lock(…) /* duplicate check… */, …``)."""
+    cursor.execute("SELECT " + ", ".join(f"{sql} /* {label} */" for label, sql in upload_locks()),
+                   {"space": space_id})
 
 
 # At most this many memories are cleaned, embedded and checked together (an API batch's limit).
@@ -233,7 +237,7 @@ def _funnel(
     for _ in range(CANDIDATES_PER_UPLOAD + 3):
         with transaction.atomic():
             with connection.cursor() as cursor:
-                _upload_locks_take(cursor)
+                _upload_locks_take(cursor, space_id)
             neighbours = memory_duplicate_neighbours(body_hash=body_hash, vector=vector, space_id=space_id,
                                                      scan_set=True)
             found = duplicate_decide(body=body, neighbours=neighbours, verdicts=verdicts)

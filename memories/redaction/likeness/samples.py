@@ -29,6 +29,7 @@ import re
 import string
 import sysconfig
 import tokenize
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,8 +133,10 @@ def rule_values(patterns: list[tuple[str, int]], per_rule: int, seed: int) -> It
     for pattern, secret_group in patterns:
         text, flags = _python_pattern(pattern)
         try:
-            tree = parser.parse(text, flags)
-            compiled = re.compile(text, flags)
+            with warnings.catch_warnings():  # the detectors' own patterns, written for other regex engines
+                warnings.simplefilter("ignore", FutureWarning)
+                tree = parser.parse(text, flags)
+                compiled = re.compile(text, flags)
         except (re.error, ValueError, OverflowError, RecursionError):
             continue
         for _ in range(per_rule):
