@@ -20,16 +20,9 @@ def lock_class(name: str) -> int:
     return int.from_bytes(hashlib.sha256(f"ultron:{name}".encode()).digest()[:4], "big", signed=True)
 
 
-def space_locks_take(name: str, space_ids: Iterable[int] | None) -> None:
-    """Take lock ``name`` of each space in ``space_ids`` (None: of every space) until the
-    transaction ends, in ascending order of space id (so two takers of several never deadlock)."""
-    from agents.models import Space
-
-    key = lock_class(name)
+def space_locks_take(name: str, space_ids: Iterable[int]) -> None:
+    """Take lock ``name`` of each space in ``space_ids`` until the transaction ends, in ascending
+    order of space id (so two takers of several never deadlock)."""
     with connection.cursor() as cursor:
-        if space_ids is None:
-            cursor.execute(f"SELECT pg_advisory_xact_lock(%s, id) FROM (SELECT id FROM {Space._meta.db_table} "
-                           "ORDER BY id) s", [key])
-        else:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, id) FROM unnest(%s::int[]) AS s(id) ORDER BY id",
-                           [key, sorted({int(i) for i in space_ids})])
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, id) FROM unnest(%s::int[]) AS s(id) ORDER BY id",
+                       [lock_class(name), sorted({int(i) for i in space_ids})])

@@ -66,7 +66,7 @@ def space_of(model: type[models.Model], pk: Any) -> int | None:
     """The space of ``model`` row ``pk`` (a row's space never changes: read before its lock), or
     None when there is no such row (or ``pk`` is not one)."""
     try:
-        return model.objects.filter(pk=pk).values_list("space_id", flat=True).first()
+        return model._default_manager.filter(pk=pk).values_list("space_id", flat=True).first()
     except (ValueError, TypeError, ValidationError):
         return None
 

@@ -107,7 +107,12 @@ def cluster_assign(*, memory_id: Any, memory: Memory | None = None, locked: bool
     member row."""
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         if not locked:
-            cursor.execute("SELECT " + ", ".join(UPLOAD_LOCKS.values()))
+            # The lock is the space's: read the memory's space first (a memory never changes space).
+            space_id = memory.space_id if memory is not None else (
+                Memory.objects.filter(pk=memory_id).values_list("space_id", flat=True).first())
+            if space_id is None:
+                return None
+            cursor.execute("SELECT " + ", ".join(UPLOAD_LOCKS.values()), {"space": space_id})
         if memory is None:
             memory = Memory.objects.filter(
                 pk=memory_id, status=Status.ACTIVE, cluster_member__isnull=True,

@@ -24,6 +24,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents.models import Space
 from clusters.models import ClusterChangeKind, ClusterMember, KnowledgeCluster
 from clusters.services.changes import (
     REPAIR,
@@ -48,7 +49,7 @@ def clusters_repair(*, limit: int = 200) -> dict[str, int]:
     limits = model_thresholds()
     with transaction.atomic():
         # A pass over every space's clusters: every space's placement lock, in order.
-        space_locks_take(ASSIGN_LOCK, None)
+        space_locks_take(ASSIGN_LOCK, Space.objects.values_list("pk", flat=True))
         merged, suggested = _merge_close(threshold=limits.cluster_merge, band=suggestion_band(limits), limit=limit)
         moved = _move_misfits(threshold=limits.cluster, limit=limit)
     return {"merged": merged, "moved": moved, "suggested": suggested}

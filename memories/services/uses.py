@@ -81,7 +81,7 @@ def _write(uses: dict[tuple[Any, int, datetime.date], _Use]) -> set[Any]:
     if not uses:
         return set()
     keys = list(uses)
-    params = {"ids": [str(k[0]) for k in keys], "readers": [k[1] for k in keys], "days": [k[2] for k in keys],
+    params: dict[str, Any] = {"ids": [str(k[0]) for k in keys], "readers": [k[1] for k in keys], "days": [k[2] for k in keys],
               "calls": [uses[k].calls for k in keys], "at": [uses[k].at for k in keys]}
     with connection.cursor() as cursor:
         cursor.execute(_USES_SQL.format(memories=Memory._meta.db_table, reads=MemoryRead._meta.db_table), params)
