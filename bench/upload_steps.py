@@ -120,9 +120,32 @@ def statements_timer():
     return wrapper
 
 
+def explain(body: dict, embedder) -> None:
+    """The duplicate lookup's plan, in the upload's own settings (its first statement's)."""
+    from django.db import connection, transaction
+
+    from agents.selectors import space_or_shared
+    from memories.selectors.duplicates import _neighbours_sql
+    from memories.services.upload import upload_locks
+    from memories.text import content_hash, embedding_text
+    from memories.vectors import vector_literal
+
+    vector = embedder.embed([embedding_text(body["content"], body.get("context", ""), body.get("resolution", ""))])[0]
+    space = space_or_shared(None)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(sql for _, sql in upload_locks()), {"space": space})
+        for _ in range(2):  # the second run is the one shown: caches warm, as in a stream of uploads
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + _neighbours_sql(False), {
+                "vector": vector_literal(vector), "space": space,
+                "hash": content_hash(body["content"], body.get("context", ""), body.get("resolution", ""))})
+            plan = [row[0] for row in cursor.fetchall()]
+    print("\n".join(plan))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--explain", action="store_true", help="print the duplicate lookup's query plan")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     django_setup()
@@ -155,6 +178,8 @@ def main() -> None:
             for body in items:
                 memory_upload(agent=agent, **body)
             total_ms = 1000 * (time.perf_counter() - started) / len(items)
+        if args.explain:
+            explain(items[-1], embedder)
         connection.close()
     rows = [("embedding alone, one text at a time", f"{embed_ms:.2f} ms"),
             ("one upload, whole", f"{total_ms:.2f} ms (ratio {embed_ms / total_ms:.2f}: "

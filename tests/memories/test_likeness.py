@@ -94,9 +94,20 @@ CONTEXT_SECRETS = [  # shapes the characters cannot tell: the clause decides
     ("Imported the wallet from (abandon ability able absent absorb abstract absurd abuse access accident), "
      "balances match", "abandon ability able absent absorb abstract absurd abuse access accident"),
     ("the SMS verification code was 4821 9930", "4821 9930"),
+    # after a strong cue that binds it, a modest clause score is enough
+    ("刚收到的短信验证码 899274 五分钟就过期了", "899274"),
+    ("Set the secret to maple.river.quantum.lantern and restarted the worker", "maple.river.quantum.lantern"),
+    # a seed phrase written inside a sentence: the run is cut at the words of grammar around it
+    ("I derived the account from witty crystal canyon muffin sandal crater marble damp shovel trumpet planet "
+     "ember and got exactly the key the indexer uses",
+     "witty crystal canyon muffin sandal crater marble damp shovel trumpet planet ember"),
+    # curly quotes end a value as straight ones do
+    ("The token was \u2018Xk29-pq81-Lm77-zz\u2019 until Friday", "Xk29-pq81-Lm77-zz"),
 ]
 CONTEXT_ORDINARY = [
     "the bug came from 9fceb02d0ae598e95dc970b74767f19372d61af8 which touched auth",
+    "Fixed after the token expiry change; build 20240611 passed and ticket 48213977 was closed",
+    "The PIN reset flow sends 6 digits; our test account uses 482913 as a fixture id",
     'aws_secret_access_key = "<AWS_SECRET_KEY>" stays as the name it is',
     'secret = keyring.get_password("ultron-hub", username)',
     '"password_reset_timeout": 259200,',

@@ -49,12 +49,18 @@ BARE_SCORE = 0.9
 CONTEXT_SCORE = 0.7
 CONTEXT_FLOOR = 0.3
 CONTEXT_ALONE_SCORE = 0.8
+# The same shapes after a strong cue that binds them ("验证码 899274", "口令改成 …"): the cue says what
+# the value is, so the clause needs only to not read as a public value's. A weak cue ("gpg: key
+# 3AA5C343…", "cache key …") names public values as often as secrets: no lower bar.
+CONTEXT_CUED_SCORE = 0.3
+_CONTEXT_THRESHOLDS = {"context": CONTEXT_ALONE_SCORE, "context-strong": CONTEXT_CUED_SCORE,
+                       "context-weak": CONTEXT_ALONE_SCORE}
 MIN_LENGTH = 8  # characters of a value with no cue
 MIN_LENGTH_CUED = 8  # shorter values after a cue and a connector are prose.py's
 
-# A value runs to white space, quotes, brackets, separators or CJK text (a value glued to Chinese
-# words: "密码Gbeg7x账号").
-_CANDIDATE_RE = re.compile(r"[^\s\"'`()\[\]{}<>,;|\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+")
+# A value runs to white space, quotes (curly ones too), brackets, separators or CJK text (a value
+# glued to Chinese words: "密码Gbeg7x账号").
+_CANDIDATE_RE = re.compile(r"[^\s\"'`()\[\]{}<>,;|\u2018-\u201f\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+")
 _TRAILING = ".,:;?)"
 _STRONG_CUE = (
     r"pass(?:word|wd|phrase|code)s?|pwd|api[ _-]?keys?|apikeys?|access[ _-]?keys?|secret[ _-]?keys?|private[ _-]?keys?"
@@ -258,6 +264,11 @@ def _cue_before(text: str, cues: list[tuple[int, int, str]], starts: list[int], 
     return None
 
 
+def _context_cue(cue: str | None) -> str:
+    """The context model's call for a shape the characters cannot tell, by the cue that binds it."""
+    return {"strong": "context-strong", "weak": "context-weak"}.get(cue or "", "context")
+
+
 def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[tuple[int, int, str, str | None]]:
     """(start, end, value, cue) for each token of ``text`` the model should read; ``holds_secret``:
     whether a text holds a secret, for what base64 of plain text encodes (the package's detectors)."""
@@ -279,9 +290,11 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
     for start, end, run, words in runs.word_runs(text):  # the context model decides (find)
         if names_secret(run) or context_model().names_a_thing(run):
             continue  # a name ("invalid_token", "round robin mode"), not a secret
-        if words >= 3 or _cue_before(text, cues, starts, start) == "strong":
-            out.append((start, end, run, "context"))
-    out.extend((start, end, digits, "context") for start, end, digits in runs.digit_runs(text)
+        cue = _cue_before(text, cues, starts, start) if cues else None
+        if words >= 3 or cue == "strong":
+            out.append((start, end, run, _context_cue(cue)))
+    out.extend((start, end, digits, _context_cue(_cue_before(text, cues, starts, start) if cues else None))
+               for start, end, digits in runs.digit_runs(text)
                if not _ASSIGNED_RE.search(text, max(0, start - 3), start))  # a setting's number is its name's call
     out.extend((start, end, words, "phrase") for start, end, words in runs.mnemonics(text))
     for match in _GROUPED_SEED_RE.finditer(text):
@@ -318,17 +331,19 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             if (not _PASSPHRASE_RE.match(value) or _NAMES_AFTER_RE.match(text, end) or names_secret(value)
                     or context_model().names_a_thing(value)):
                 continue  # a name ("aws_secret_access_key = …", "get_user_by_id(…"), not a value
-            cue = "context"  # a run of words is a passphrase only where the words around say so
+            cue = _context_cue(cue)  # a run of words is a passphrase only where the words around say so
         reference = is_reference(value)
         if (reference and cue != "url" and _DOTTED_WORDS_RE.match(value) and not _NAMES_AFTER_RE.match(text, end)
                 and not context_model().names_a_thing(value)):
-            cue = "context"  # words joined by dots: a module's path, or a passphrase if the words around say so
-        elif reference or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start], holds_secret):
+            cue = _context_cue(cue)  # words joined by dots: a module's path, or a passphrase if the words around say so
+            out.append((start, end, value, cue))  # (a path's shape, which the clause decides)
+            continue
+        if reference or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start], holds_secret):
             continue
         if value.startswith(("/", "./", "../", "~/", "\\", "$", "%", "@")) or _path_like(value) or _POD_RE.match(value):
             continue
         if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value))) and cue not in ("strong", "url"):
-            cue = "context"  # a commit, a digest or an id unless the words around name a secret
+            cue = _context_cue(cue)  # a commit, a digest or an id unless the words around name a secret
         out.append((start, end, value, cue))
     return out
 
@@ -346,8 +361,8 @@ def find(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[F
         if cue != "strong" and (_public_anywhere(line, start - line_start, end - line_start)
                                 or _OBJECT_WORD_RE.search(text[max(line_start, start - 40) : start])):
             continue
-        if cue == "context":
-            if context.score(text, start, end) >= CONTEXT_ALONE_SCORE:
+        if cue in _CONTEXT_THRESHOLDS:
+            if context.score(text, start, end) >= _CONTEXT_THRESHOLDS[cue]:
                 found.append(Finding(start, end, TAG, SCORE, "likeness"))
             continue
         if _UUID_RE.match(value) or _HEX_RE.match(value) or _PASSPHRASE_RE.match(value):

@@ -20,8 +20,11 @@ _WORD_RUN_RE = re.compile(rf"{_CONNECTOR}(?P<run>{_WORD}(?:[ ._-]{_WORD}){{1,23}
                           rf"(?=[\"'”`]|\s*(?:[.,;:!?)，。；]|$)|\s+{_JOINER}|\s+[—–(-])", re.MULTILINE)
 _DIGIT_RUN_RE = re.compile(r"(?<![\w.:/-])(?:\d{3,8}+(?:[ -]\d{3,8}+){1,3}+|\d{6,10}+)(?![\w.:/-])")
 # Ten or more small words in a row with no word of grammar between: no sentence is written so, a
-# wallet's seed phrase (12–24 words) is.
-_MNEMONIC_RE = re.compile(r"(?<![\w-])[a-z]{3,8}+(?:[ ,]++[a-z]{3,8}+){9,23}+(?![\w-])")
+# wallet's seed phrase (12–24 words) is. Runs of small words are read whole, then cut at the words
+# of grammar: the phrase is often written inside a sentence ("derived it from witty crystal … and got").
+_SMALL_WORDS_RE = re.compile(r"(?<![\w-])[a-z]{2,8}+(?:[ ,]++[a-z]{2,8}+)++(?![\w-])")
+_SMALL_WORD_RE = re.compile(r"[a-z]+")
+_MNEMONIC_WORDS = 10
 _FUNCTION_SHARE = 0.2  # of a long run's words (a seed phrase holds "about", "again"…)
 
 
@@ -46,11 +49,19 @@ def digit_runs(text: str) -> list[tuple[int, int, str]]:
 
 
 def mnemonics(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, words) of each run of ten or more words holding no stop word."""
+    """(start, end, words) of each run of ten or more words of three to eight letters holding no
+    stop word."""
     stops = stop_words()
     out = []
-    for match in _MNEMONIC_RE.finditer(text):
-        words = re.split(r"[ ,]+", match.group())
-        if not any(w in stops for w in words):
-            out.append((match.start(), match.end(), match.group()))
+    for match in _SMALL_WORDS_RE.finditer(text):
+        if match.group().count(" ") + match.group().count(",") < _MNEMONIC_WORDS - 1:
+            continue
+        run: list[re.Match] = []
+        for word in [*_SMALL_WORD_RE.finditer(text, match.start(), match.end()), None]:
+            if word is not None and len(word.group()) >= 3 and word.group() not in stops:
+                run.append(word)
+                continue
+            if len(run) >= _MNEMONIC_WORDS:
+                out.append((run[0].start(), run[-1].end(), text[run[0].start() : run[-1].end()]))
+            run = []
     return out
