@@ -125,6 +125,14 @@ class HubAdminSite(UnfoldAdminSite):
         # The header's space switcher is on every page of the site.
         return {**super().each_context(request), **switcher_context(request)}
 
+    def password_change(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
+        # On a first login the page says which password is the "old" one: the one-time one just used.
+        from ultron_site.models import FirstPassword
+
+        first = FirstPassword.objects.filter(user_id=request.user.pk).values_list("password_hash", flat=True).first()
+        return super().password_change(
+            request, {"first_login": first is not None and first == request.user.password, **(extra_context or {})})
+
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
         from ultron_site.dashboard import dashboard_context
 

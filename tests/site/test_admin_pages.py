@@ -504,9 +504,14 @@ def test_the_printed_password_is_good_for_the_first_login_only(client):
     assert client.login(request=HttpRequest(), username="newbie", password=person.password)
     response = client.get(reverse("admin:index"))
     assert response.status_code == 302 and response["Location"] == reverse("admin:password_change")
-    assert client.get(reverse("admin:password_change")).status_code == 200
+    page = client.get(reverse("admin:password_change"))
+    # the page says which password is the "old" one
+    assert page.status_code == 200 and "one-time password: type it once more as your old password" in page.content.decode()
     changed = client.post(reverse("admin:password_change"), {
         "old_password": person.password, "new_password1": "her-own-password-77", "new_password2": "her-own-password-77"})
     assert changed.status_code == 302
+    done = client.get(changed["Location"]).content.decode()
+    assert 'id="continue-to-dashboard"' in done and reverse("admin:index") in done  # a way on
     assert client.get(reverse("admin:index")).status_code == 200
+    assert "one-time" not in client.get(reverse("admin:password_change")).content.decode()  # her own now
     assert not FirstPassword.objects.exists()
