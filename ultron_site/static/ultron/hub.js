@@ -7,7 +7,7 @@
   document.addEventListener("htmx:configRequest", function (event) {
     event.detail.headers["X-CSRFToken"] = cookie("csrftoken");
   });
-  // The header's space switcher goes as soon as a space is chosen (its button stays for pages
+  // The header's space switcher goes as soon as a space is chosen (its button is shown only
   // without scripts).
   document.addEventListener("change", function (event) {
     const select = event.target;
