@@ -313,7 +313,7 @@ class RawUploadAdmin(SpaceScopedAdmin, ReadOnlyAdmin):
     def download_view(self, request: HttpRequest, raw_id: int) -> HttpResponse:
         """What the archive keeps, as a file: the redacted text (the default), or the original
         bytes where an admin turned ``ULTRON_RAW_ARCHIVE_REDACT`` off. Admins only; each download
-        is logged. The original bytes a redacted row's pipeline spool still holds are never served."""
+        is logged. The original bytes a redacted row's pieces still hold for segmentation are never served."""
         if not request.user.has_perm("ingestion.download_rawupload"):
             raise PermissionDenied
         raw = get_object_or_404(RawUpload.objects.filter(space_id__in=page_spaces(request)), pk=raw_id)

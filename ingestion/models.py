@@ -13,8 +13,10 @@ from agents.models import shared_space_id
 class RawUpload(models.Model):
     """The original bytes of one ingested file or ``ingest_text`` call (admins only).
 
-    Files over ``ULTRON_RAW_ARCHIVE_MAX_BYTES`` keep no bytes here (``content`` is null); they
-    wait for processing in ``spool_path`` under the data directory instead.
+    Files over ``ULTRON_RAW_ARCHIVE_MAX_BYTES`` keep no bytes here (``content`` is null), and a
+    file whose archive is redacted keeps the redacted text: the original bytes wait for
+    segmentation in ``RawChunk`` rows, in the database, so a worker on any host reads them.
+    (``spool_path``: a file under the data directory, where hubs before that kept them; still read.)
     """
 
     class Kind(models.TextChoices):
@@ -39,6 +41,24 @@ class RawUpload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name or self.pk}"
+
+
+class RawChunk(models.Model):
+    """A piece (at most ``CHUNK_BYTES``) of an upload's original bytes, waiting for the pipeline's
+    segmentation, which deletes them once the archive holds what the hub keeps."""
+
+    CHUNK_BYTES = 1 << 20
+
+    space = models.ForeignKey("agents.Space", on_delete=models.PROTECT, related_name="+", default=shared_space_id)
+    raw = models.ForeignKey(RawUpload, on_delete=models.CASCADE, related_name="chunks")
+    seq = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["raw", "seq"], name="raw_chunk_once")]
+
+    def __str__(self) -> str:
+        return f"{self.raw_id}#{self.seq}"
 
 
 class WorkState(models.TextChoices):

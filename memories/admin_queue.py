@@ -202,14 +202,25 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     llm = get_llm().available
     counted = _counts_context(request, counts, kinds, kind, family)
     pages = max(1, math.ceil(counted["total"] / PER_PAGE))
+    site = admin.admin_site.each_context(request)
+    # Across several spaces (the switcher on "All my spaces"), each row names its space.
+    spaces = {s.id: s.slug for s in site.get("hub_spaces", [])} if site.get("hub_space_chosen") is None else {}
     context = {
         # The page is the site's Review, not a page of the memory list: its header says so (no "opts").
-        **admin.admin_site.each_context(request), "title": "Review", "content_title": _heading(kind), **counted,
-        "items": [_badged(_item(name, row, llm=llm)) for name, row in rows], "page": page,
+        **site, "title": "Review", "content_title": _heading(kind), **counted,
+        "items": [{**_badged(_item(name, row, llm=llm)), "space": spaces.get(_row_space(row))} for name, row in rows],
+        "page": page,
         "pages": pages, "llm": llm, "bulk_actions": (HELD_BULK_ACTIONS if kind == "held" else BULK_ACTIONS).items(),
         "types": MemoryType.values,
     }
     return TemplateResponse(request, "admin/memories/queue.html", context)
+
+
+def _row_space(row: Any) -> int | None:
+    """The space a queue row belongs to (a family's is its members')."""
+    if isinstance(row, reads.CandidateFamily):
+        return row.members[0].space_id if row.members else None
+    return getattr(row, "space_id", None)
 
 
 def _heading(kind: str | None) -> str:

@@ -324,9 +324,9 @@ def _check_range(name: str, value: float, minimum: float | None, maximum: float 
 
 declare(
     "ULTRON_DATA_DIR", "str", "var", group="core",
-    help="Directory for the embedded database, the generated secret key, static files, upload "
-         "spool, the local embedding model's ONNX file (models/) and benchmark output; a relative "
-         "path is taken from the project directory.",
+    help="Directory for the embedded database, the generated secret key, static files, the "
+         "models' caches (models/, cache/) and benchmark output; a relative path is taken from "
+         "the project directory.",
 )
 declare(
     "DJANGO_SECRET_KEY", "str", "", group="core",

@@ -657,7 +657,7 @@ ULTRON_RAW_ARCHIVE_REDACT = env_bool(
     "ULTRON_RAW_ARCHIVE_REDACT", True, group="ingestion",
     deprecated_names=["RAW_ARCHIVE_REDACT"],
     help="true: the raw archive keeps the redacted text, written by the segmentation step (the "
-         "original bytes wait in a spool file until then); false: it keeps the original bytes, "
+         "original bytes wait in the database until then); false: it keeps the original bytes, "
          "secrets included, for admins to download.",
 )
 ULTRON_SEGMENT_SHIFT_THRESHOLD = env_float(

@@ -4,9 +4,9 @@ session record per (agent, file identity). No LLM call here: the pipeline does t
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from core import errors
 from core.errors import ApplicationError
 from core.queue import enqueue_on_commit
 from ingestion.formats import ACCEPTED, AIDER_HISTORY, accepted_name, walk_includes
-from ingestion.models import IngestJob, RawUpload, SessionRecord, WorkState
+from ingestion.models import IngestJob, RawChunk, RawUpload, SessionRecord, WorkState
 from ingestion.parsing import parse_session
 from memories.redaction.archive import archive_redact
 
@@ -105,12 +105,14 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def _spool(data: bytes) -> str:
-    directory = Path(settings.ULTRON_DATA_DIR) / "spool"
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{uuid.uuid4().hex}.jsonl"
-    path.write_bytes(data)
-    return str(path)
+def _chunks_store(raw: RawUpload, data: bytes) -> None:
+    """The original bytes of ``raw`` into the database in pieces, a few at a time (no second copy
+    of a large file at once), where whichever worker segments the session reads them."""
+    view, size = memoryview(data), RawChunk.CHUNK_BYTES
+    pieces = (RawChunk(space_id=raw.space_id, raw=raw, seq=seq, data=bytes(view[start : start + size]))
+              for seq, start in enumerate(range(0, len(data), size)))
+    while batch := list(itertools.islice(pieces, 4)):
+        RawChunk.objects.bulk_create(batch)
 
 
 ARCHIVE_PENDING = "pending"  # metadata["archive"]: the segmentation step writes the redacted text
@@ -120,37 +122,40 @@ def raw_archive(*, kind: str, name: str, agent: Agent | None, data: bytes, metad
                 space_id: int, redacted_text: str | None = None) -> RawUpload:
     """Keep the redacted text (ULTRON_RAW_ARCHIVE_REDACT, the default) or the original bytes.
     A session file's redaction takes seconds per megabyte, so it is not done in the request:
-    the original bytes wait in a spool file and the pipeline's segmentation step, which reads
-    them anyway, writes the redacted archive and deletes the spool. ``redacted_text``: the
+    the original bytes wait in the database (``RawChunk``) and the pipeline's segmentation step,
+    which reads them anyway, writes the redacted archive and deletes them. ``redacted_text``: the
     caller has redacted the text already (a plain-text ingest), and it is kept as it is."""
     digest = hashlib.sha256(data).hexdigest()
     raw = RawUpload(space_id=space_id, kind=kind, name=name[:1000], agent=agent, size=len(data), sha256=digest,
                     metadata=metadata)
     keep = len(data) <= settings.ULTRON_RAW_ARCHIVE_MAX_BYTES
-    try:
-        if settings.ULTRON_RAW_ARCHIVE_REDACT:
-            if keep and kind == RawUpload.Kind.FILE:
-                raw.metadata = {**metadata, "archive": ARCHIVE_PENDING}
-            elif keep:  # a plain text (at most ULTRON_INGEST_MAX_TEXT_CHARS): redacted here
-                text = redacted_text if redacted_text is not None else archive_redact(data)
-                raw.content = text.encode("utf-8")
-                raw.redacted = True
-        elif keep:
-            raw.content = data
-        # The pipeline parses the original bytes: when the row will not hold them (redacted, or too large)
-        # they wait in a spool file until segmentation.
-        if kind == RawUpload.Kind.FILE and (raw.content is None or raw.redacted):
-            raw.spool_path = _spool(data)
-    except OSError as exc:  # an archive failure never blocks ingestion...
-        logger.error("raw archive failed for %s: %s", name[:200], exc)
-        raw.content, raw.redacted = data, False  # ...but the pipeline still needs the bytes
-    raw.save()
+    if settings.ULTRON_RAW_ARCHIVE_REDACT:
+        if keep and kind == RawUpload.Kind.FILE:
+            raw.metadata = {**metadata, "archive": ARCHIVE_PENDING}
+        elif keep:  # a plain text (at most ULTRON_INGEST_MAX_TEXT_CHARS): redacted here
+            text = redacted_text if redacted_text is not None else archive_redact(data)
+            raw.content = text.encode("utf-8")
+            raw.redacted = True
+    elif keep:
+        raw.content = data
+    with transaction.atomic():
+        raw.save()
+        # The pipeline parses the original bytes: when the row will not hold them (redacted, or too
+        # large) they wait in the database until segmentation. Nothing is written on this host's disk.
+        if kind == RawUpload.Kind.FILE and raw.content is None:
+            _chunks_store(raw, data)
     return raw
 
 
 def raw_bytes(raw: RawUpload) -> bytes:
+    """The original bytes of ``raw``: its content when that is the original, else the pieces
+    waiting for segmentation (read one row at a time), else a spool file an older hub wrote."""
     if raw.content is not None and not raw.redacted:
         return bytes(raw.content)
+    pieces = RawChunk.objects.filter(raw=raw).order_by("seq").values_list("data", flat=True)
+    data = b"".join(bytes(piece) for piece in pieces.iterator(chunk_size=1))
+    if data or raw.size == 0:
+        return data
     if raw.spool_path and Path(raw.spool_path).exists():
         return Path(raw.spool_path).read_bytes()
     raise FileNotFoundError(f"the bytes of raw upload {raw.pk} are no longer available")

@@ -13,7 +13,14 @@ from django.db import transaction
 
 from ingestion.judgements import extract, score
 from ingestion.judgements.segmentation import fingerprint, segment
-from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegment, WorkState
+from ingestion.models import (
+    RawChunk,
+    RawUpload,
+    SegmentMemory,
+    SessionRecord,
+    TaskSegment,
+    WorkState,
+)
 from ingestion.parsing import Message, parse_jsonl
 from ingestion.services.accept import ARCHIVE_PENDING, archive_redact, raw_bytes
 from ingestion.services.work import LEASE_LOST, attempt_failed, claim, work_done
@@ -94,8 +101,10 @@ def session_segment(*, session_id: int) -> bool:
         if raw is not None and archive_text is not None:
             RawUpload.objects.filter(pk=raw.pk).update(
                 content=archive_text.encode("utf-8"), redacted=True, metadata={**raw.metadata, "archive": "redacted"})
-        if raw is not None and raw.spool_path:
-            # The spooled bytes were only waiting for this; the archive keeps what it keeps.
+        if raw is not None:
+            # The original bytes were only waiting for this; the archive keeps what it keeps.
+            RawChunk.objects.filter(raw=raw).delete()
+        if raw is not None and raw.spool_path:  # a spool file an older hub wrote
             spool = raw.spool_path
             RawUpload.objects.filter(pk=raw.pk).update(spool_path="")
             # Only once the commit stands: a rollback leaves the row pointing at a spool file that still exists.

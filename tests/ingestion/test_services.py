@@ -13,7 +13,14 @@ from agents.scoping import in_space
 from bench._common import eval_dir
 from ingestion import services
 from ingestion.judgements.segmentation import segment_offline, validate_spans
-from ingestion.models import RawUpload, SegmentMemory, SessionRecord, TaskSegment, WorkState
+from ingestion.models import (
+    RawChunk,
+    RawUpload,
+    SegmentMemory,
+    SessionRecord,
+    TaskSegment,
+    WorkState,
+)
 from ingestion.parsing import parse_jsonl
 from ingestion.services import pipeline, work
 from memories.models import Memory, Status
@@ -59,13 +66,13 @@ def test_a_new_session_is_archived_segmented_scored_and_extracted(agent):
     result = ingest(agent, DOCKER_TASK + SECOND_TASK)
     assert result.status == "new" and result.messages == 10
     raw = RawUpload.objects.get()
-    # The archive's redacted text is written by segmentation; until then the bytes wait in the spool.
-    assert raw.content is None and raw.metadata["archive"] == "pending" and raw.spool_path
+    # The archive's redacted text is written by segmentation; until then the bytes wait in the database.
+    assert raw.content is None and raw.metadata["archive"] == "pending" and raw.chunks.exists()
     process(result)
     session = SessionRecord.objects.get(pk=result.session_id)
     assert session.segmentation == WorkState.DONE
     raw.refresh_from_db()
-    assert raw.redacted and raw.metadata["archive"] == "redacted" and not raw.spool_path
+    assert raw.redacted and raw.metadata["archive"] == "redacted" and not raw.chunks.exists()
     assert bytes(raw.content).decode().splitlines() == jsonl(DOCKER_TASK + SECOND_TASK).decode().splitlines()
     segments = list(TaskSegment.objects.filter(session=session).order_by("index"))
     assert len(segments) == 2
@@ -344,10 +351,10 @@ def test_raw_archive_stores_redacted_text_by_default_and_originals_only_when_ask
             {"role": "assistant", "content": "Rotate it."}]
     result = ingest(agent, rows)
     raw = RawUpload.objects.get()
-    assert raw.content is None and raw.spool_path  # the request only spools; the worker redacts
+    assert raw.content is None and raw.chunks.exists()  # the request only stores the bytes; the worker redacts
     with django_capture_on_commit_callbacks(execute=True):
         process(result)
-    assert not Path(raw.spool_path).exists()  # processed from the spool, then removed
+    assert not raw.chunks.exists()  # processed from the database, then removed
     raw.refresh_from_db()
     assert raw.redacted and b"sk-0a1b2c3d" not in bytes(raw.content) and b"<" in bytes(raw.content)
     assert "sk-0a1b2c3d" not in json.dumps(list(TaskSegment.objects.values_list("messages", flat=True)))
@@ -355,18 +362,43 @@ def test_raw_archive_stores_redacted_text_by_default_and_originals_only_when_ask
     settings.ULTRON_RAW_ARCHIVE_REDACT = False
     ingest(agent, rows, name="kept-as-sent.jsonl")
     kept = RawUpload.objects.get(name="kept-as-sent.jsonl")
-    assert not kept.redacted and b"sk-0a1b2c3d" in bytes(kept.content) and not kept.spool_path
+    assert not kept.redacted and b"sk-0a1b2c3d" in bytes(kept.content) and not kept.chunks.exists()
 
 
 def test_large_files_are_not_archived_but_still_processed(agent, settings, django_capture_on_commit_callbacks):
     settings.ULTRON_RAW_ARCHIVE_MAX_BYTES = 100
-    result = ingest(agent, DOCKER_TASK)
+    RawChunk.CHUNK_BYTES, chunk = 1000, RawChunk.CHUNK_BYTES  # several pieces, read back in order
+    try:
+        data = jsonl(DOCKER_TASK * 3)
+        job, [result] = services.files_ingest(agent=agent, files=[("big.jsonl", data)])
+    finally:
+        RawChunk.CHUNK_BYTES = chunk
     raw = RawUpload.objects.get()
-    assert raw.content is None and raw.spool_path
+    assert raw.content is None and raw.chunks.count() == -(-len(data) // 1000)
+    assert services.raw_bytes(raw) == data
     with django_capture_on_commit_callbacks(execute=True):
         process(result)
     assert SessionRecord.objects.get().segmentation == WorkState.DONE
-    assert not Path(raw.spool_path).exists() and RawUpload.objects.get().spool_path == ""
+    assert not RawChunk.objects.exists()
+
+
+def test_no_session_bytes_are_written_under_the_data_directory(agent, settings, tmp_path):
+    """A web host keeps nothing the pipeline needs: a worker on another host reads the bytes from
+    the database (docs/deployment.md)."""
+    settings.ULTRON_DATA_DIR = tmp_path
+    result = ingest(agent, DOCKER_TASK + SECOND_TASK)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    assert process(result) and SessionRecord.objects.get().segmentation == WorkState.DONE
+
+
+def test_a_spool_file_an_older_hub_wrote_is_still_read(agent, tmp_path):
+    result = ingest(agent, DOCKER_TASK)
+    raw = RawUpload.objects.get()
+    spooled = tmp_path / "old.jsonl"
+    spooled.write_bytes(services.raw_bytes(raw))
+    RawChunk.objects.all().delete()
+    RawUpload.objects.filter(pk=raw.pk).update(spool_path=str(spooled))
+    assert process(result) and SessionRecord.objects.get().segmentation == WorkState.DONE
 
 
 # --- paths ---------------------------------------------------------------------------------
