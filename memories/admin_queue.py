@@ -204,7 +204,7 @@ def queue_view(admin: Any, request: HtmxHttpRequest) -> HttpResponse:
     pages = max(1, math.ceil(counted["total"] / PER_PAGE))
     site = admin.admin_site.each_context(request)
     # Across several spaces (the switcher on "All my spaces"), each row names its space.
-    spaces = {s.id: s.slug for s in site.get("hub_spaces", [])} if site.get("hub_space_chosen") is None else {}
+    spaces = {s["id"]: s["slug"] for s in site.get("hub_spaces", [])} if site.get("hub_space_chosen") is None else {}
     context = {
         # The page is the site's Review, not a page of the memory list: its header says so (no "opts").
         **site, "title": "Review", "content_title": _heading(kind), **counted,

@@ -189,6 +189,25 @@ def test_rows_of_another_space_cannot_be_decided_and_are_not_told_apart(apart, q
     assert MergeCandidate.objects.filter(status=CandidateStatus.OPEN).count() == 4
 
 
+def test_across_several_spaces_each_row_names_its_space(apart, quinn):
+    from django.contrib.auth import get_user_model
+
+    from agents.services import membership_set
+
+    other = space_create(slug="team-b", name="Team B")
+    membership_set(space=other, user=get_user_model().objects.get(username="quinn"), role="curator")
+    members, pairs = _family(apart)
+    Memory.objects.filter(pk__in=[m.pk for m in members]).update(space=other)
+    MergeCandidate.objects.filter(pk__in=[p.pk for p in pairs]).update(space=other)
+    _supersession()  # in the shared space
+    page = quinn.get(reverse("admin:memories_memory_queue")).content.decode()
+    assert '<div class="hub-muted" title="space">team-b</div>' in page
+    assert '<div class="hub-muted" title="space">shared</div>' in page
+    quinn.post(reverse("admin:space_switch"), {"space": other.pk, "next": "/admin/"})
+    narrowed = quinn.get(reverse("admin:memories_memory_queue")).content.decode()
+    assert 'title="space"' not in narrowed  # one space chosen: no column to repeat it
+
+
 def test_the_tabs_fetch_their_counts_again_after_a_decision_taken_in_place(apart, quinn):
     _, pairs = _family(apart)
     change = _supersession()
