@@ -189,6 +189,19 @@ def test_rows_of_another_space_cannot_be_decided_and_are_not_told_apart(apart, q
     assert MergeCandidate.objects.filter(status=CandidateStatus.OPEN).count() == 4
 
 
+def test_the_sidebar_review_entry_shows_a_count_only_when_something_waits(apart, quinn):
+    def badge() -> str | None:
+        page = quinn.get(reverse("admin:index")).content.decode()
+        start = page.index(f'href="{reverse("admin:memories_memory_queue")}"')
+        entry = page[start : page.index("</a>", start)]
+        found = re.search(r'min-w-\[18px\][^>]*>\s*(\d*)\s*</span>', entry)
+        return found.group(1) if found else None
+
+    assert badge() is None  # nothing waits: no badge at all (not an empty box)
+    _supersession()
+    assert badge() == "1"
+
+
 def test_across_several_spaces_each_row_names_its_space(apart, quinn):
     from django.contrib.auth import get_user_model
 

@@ -87,10 +87,13 @@ def test_admin_uploads_two_sessions_and_watches_the_job_finish(browser, live_ser
     admin.page.fill("#id_old_password", admin.person.password)
     admin.page.fill("#id_new_password1", new_password)
     admin.page.fill("#id_new_password2", new_password)
-    admin.page.click("form button[type=submit] >> nth=-1")
+    with admin.page.expect_navigation():
+        admin.page.click("form button[type=submit] >> nth=-1")
     admin.page.wait_for_load_state("networkidle")
+    assert admin.page.locator("#continue-to-dashboard").count() == 1
     admin.shot("first-password-done")
-    admin.page.click("#continue-to-dashboard")  # the page after the change has a way on
+    with admin.page.expect_navigation():
+        admin.page.click("#continue-to-dashboard")  # the page after the change has a way on
     admin.page.wait_for_load_state("networkidle")
     assert admin.page.url.rstrip("/").endswith("/admin")
     assert "/admin/password_change/" not in admin.page.url

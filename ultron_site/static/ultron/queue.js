@@ -29,7 +29,11 @@
     if (!counts) { return; }
     var link = document.querySelector('#nav-sidebar a[href="' + counts.dataset.queue + '"], nav a[href="' + counts.dataset.queue + '"]');
     var badge = link && link.querySelector("span:last-child");
-    if (badge && /^\d*$/.test(badge.textContent.trim())) { badge.textContent = counts.dataset.total === "0" ? "" : counts.dataset.total; }
+    if (badge && /^\d*$/.test(badge.textContent.trim())) {
+      var none = counts.dataset.total === "0";
+      badge.textContent = none ? "" : counts.dataset.total;
+      badge.hidden = none;  // no empty box when nothing waits (the server draws none then either)
+    }
   });
   document.addEventListener("change", function (event) {
     if (event.target && event.target.name === "items") { selection(); }
