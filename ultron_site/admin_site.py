@@ -129,9 +129,10 @@ class HubAdminSite(UnfoldAdminSite):
         # On a first login the page says which password is the "old" one: the one-time one just used.
         from ultron_site.models import FirstPassword
 
-        first = FirstPassword.objects.filter(user_id=request.user.pk).values_list("password_hash", flat=True).first()
+        password = getattr(request.user, "password", None)  # the admin site's views need a logged-in person
+        first = FirstPassword.objects.filter(user_id=request.user.pk or 0).values_list("password_hash", flat=True).first()
         return super().password_change(
-            request, {"first_login": first is not None and first == request.user.password, **(extra_context or {})})
+            request, {"first_login": first is not None and first == password, **(extra_context or {})})
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
         from ultron_site.dashboard import dashboard_context
