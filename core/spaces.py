@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
@@ -75,13 +75,29 @@ def _declared() -> Scope:
     return getattr(_opened, "scope", NOTHING)
 
 
+def _in_use() -> list:
+    """The connections this thread's code runs on: the primary's, and a read replica's while a
+    block reads from one (``core.replicas.on_replica``)."""
+    from core.replicas import replica_in_use
+
+    replica = replica_in_use()
+    return [connection, connections[replica]] if replica else [connection]
+
+
 def _apply(scope: Scope) -> None:
-    """Declare ``scope`` for this thread and make the current connection's session match it
-    (one round trip, none when it already does)."""
+    """Declare ``scope`` for this thread and make the sessions of the connections in use match
+    it (one round trip each, none where it already does)."""
     _opened.scope = scope
-    connection.ensure_connection()  # a new connection starts in the declared scope already
-    if getattr(connection, "ultron_scope", None) != scope:
-        _set(connection, scope)
+    for conn in _in_use():
+        conn.ensure_connection()  # a new connection starts in the declared scope already
+        if getattr(conn, "ultron_scope", None) != scope:
+            _set(conn, scope)
+
+
+def scope_to_read_connection() -> None:
+    """Bring the read replica's connection (``core.replicas.on_replica``) into this thread's
+    declared scope, before anything reads there."""
+    _apply(_declared())
 
 
 def _set(conn, scope: Scope) -> None:
@@ -113,16 +129,21 @@ def _scoped(scope: Scope) -> Iterator[Scope]:
         yield scope
     finally:
         _opened.scope = previous
-        # A connection closed inside the scope (a database restart, a test's teardown): the
-        # next one starts in the declared scope, nothing to put back on this one.
-        if connection.connection is not None and getattr(connection, "ultron_scope", None) != previous:
-            if connection.needs_rollback or connection.connection.info.transaction_status == _FAILED:
-                # A failed transaction takes no statement; its rollback puts back the settings
-                # it changed, so what the connection holds then is not known here: the next
-                # scope is applied whatever it is.
-                connection.ultron_scope = _UNKNOWN  # type: ignore[attr-defined]
-            else:
-                _set(connection, previous)
+        for conn in _in_use():
+            _put_back(conn, previous)
+
+
+def _put_back(conn, previous: Scope) -> None:
+    # A connection closed inside the scope (a database restart, a test's teardown): the next one
+    # starts in the declared scope, nothing to put back on this one.
+    if conn.connection is not None and getattr(conn, "ultron_scope", None) != previous:
+        if conn.needs_rollback or conn.connection.info.transaction_status == _FAILED:
+            # A failed transaction takes no statement; its rollback puts back the settings it
+            # changed, so what the connection holds then is not known here: the next scope is
+            # applied whatever it is.
+            conn.ultron_scope = _UNKNOWN
+        else:
+            _set(conn, previous)
 
 
 def space_scope(*, read: Iterable[int], write: Iterable[int] = ()) -> contextlib.AbstractContextManager[Scope]:
@@ -170,11 +191,15 @@ def role_exists() -> bool:
 
 @receiver(connection_created)
 def _connection_start(sender, connection, **kwargs) -> None:  # noqa: ARG001 - the signal's signature
-    """A new connection sees nothing until a scope is opened. Before the migration that creates
+    """A new connection (the primary's, or a read replica's) sees nothing until a scope is
+    opened. Before the migration that creates
     the role has run (a new database), the connection stays the login role: only ``migrate``
     can do anything useful then, and the hub refuses to serve (``ultron.E002``). The test
     runner's and ``createdb``'s connection to the server's maintenance database is left alone."""
-    if connection.vendor != "postgresql" or connection.alias != DEFAULT_DB_ALIAS:
+    from core.replicas import REPLICA_PREFIX
+
+    if connection.vendor != "postgresql" or not (
+            connection.alias == DEFAULT_DB_ALIAS or connection.alias.startswith(REPLICA_PREFIX)):
         return
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [app_role()])

@@ -41,6 +41,7 @@ from core.fields import (
     tags_field,
 )
 from core.idempotency import IdempotentPost
+from core.replicas import on_replica
 from memories import selectors, services
 from memories.api_uploads import (
     BatchResultSerializer,
@@ -215,7 +216,8 @@ class MemorySearchApi(APIView):
         detail_level = params.pop("detail_level")
         space_ids = read_ids(api_access(request), params.pop("spaces", None))
         agent = api_agent(request)
-        outcome = services.memories_search(**params, space_ids=space_ids, reader_id=agent.pk if agent else None)
+        outcome = on_replica(lambda: services.memories_search(**params, space_ids=space_ids,
+                                                              reader_id=agent.pk if agent else None))
         results = SearchHitSerializer(outcome.hits, many=True, detail_level=detail_level,
                                       context={"slugs": api_slugs(request)}).data
         serve_id = serve_id_issue(reader_id=agent.pk if agent else None, memory_ids=[h.id for h in outcome.hits])
@@ -298,7 +300,8 @@ class MemoryStatsSerializer(serializers.Serializer):
 class MemoryStatsApi(APIView):
     @extend_schema(parameters=[SPACES_PARAM], responses={200: MemoryStatsSerializer, **error_responses(400, 403)})
     def get(self, request: Request) -> Response:
-        return Response(selectors.memory_stats(space_ids=query_read_ids(request), curator=request.user.is_staff))
+        space_ids = query_read_ids(request)
+        return Response(on_replica(lambda: selectors.memory_stats(space_ids=space_ids, curator=request.user.is_staff)))
 
 
 class MemoryListApi(APIView):
@@ -331,10 +334,14 @@ class MemoryListApi(APIView):
     def get(self, request: Request) -> Response:
         data = self.FilterSerializer(data=request.query_params.dict())
         data.is_valid(raise_exception=True)
-        page = selectors.memory_page(curator=request.user.is_staff, space_ids=query_read_ids(request),
-                                     **data.validated_data)
-        return Response({"count": page.count, "results": self.OutputSerializer(
-            page.items, many=True, context={"slugs": api_slugs(request)}).data})
+        space_ids = query_read_ids(request)
+
+        def page() -> dict[str, Any]:  # read to its last row on the replica
+            found = selectors.memory_page(curator=request.user.is_staff, space_ids=space_ids, **data.validated_data)
+            return {"count": found.count, "results": self.OutputSerializer(
+                found.items, many=True, context={"slugs": api_slugs(request)}).data}
+
+        return Response(on_replica(page))
 
 
 class ContextApi(APIView):
@@ -367,11 +374,12 @@ class ContextApi(APIView):
         data.is_valid(raise_exception=True)
         params = data.validated_data
         agent = api_agent(request)
-        assembled = services.context_build(
+        space_ids = read_ids(api_access(request), params.get("spaces"))
+        assembled = on_replica(lambda: services.context_build(
             query=params.get("query") or "", token_budget=params["token_budget"],
             memory_type=params.get("memory_type"), tags=params.get("tags"),
-            space_ids=read_ids(api_access(request), params.get("spaces")), reader_id=agent.pk if agent else None,
-        )
+            space_ids=space_ids, reader_id=agent.pk if agent else None,
+        ))
         return Response({
             "context": assembled.text,
             "tokens": assembled.tokens,

@@ -29,6 +29,8 @@ os.environ["ULTRON_API_RATE"] = "100000/min"
 os.environ.setdefault("ULTRON_HITS_FLUSH_SECONDS", "0")
 os.environ.pop("DASHSCOPE_API_KEY", None)
 os.environ.pop("OPENAI_BASE_URL", None)
+# Replicas are started by the tests that read from one (tests/core/test_replicas.py).
+os.environ.pop("DATABASE_REPLICA_URL", None)
 
 from ultron_site.startup import prepare  # noqa: E402
 

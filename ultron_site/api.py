@@ -38,6 +38,14 @@ class WarmCheckSerializer(serializers.Serializer):
     error = serializers.CharField(required=False, help_text="why loading them failed")
 
 
+class ReplicaCheckSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="replica_1, replica_2, … in the order DATABASE_REPLICA_URL lists them")
+    answers = serializers.BooleanField()
+    lag_seconds = serializers.FloatField(allow_null=True, help_text="how far its data is behind the primary's")
+    in_use = serializers.BooleanField(help_text="whether searches read from it now")
+    error = serializers.CharField(required=False, help_text="why searches do not read from it")
+
+
 class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(
         choices=["ok", "warming", "degraded"],
@@ -47,6 +55,9 @@ class HealthSerializer(serializers.Serializer):
     embedding_model = EmbeddingCheckSerializer()
     llm = LlmCheckSerializer()
     warm = WarmCheckSerializer()
+    replicas = ReplicaCheckSerializer(many=True, required=False, help_text=(
+        "each configured read replica (absent without DATABASE_REPLICA_URL); a replica that lags or does not "
+        "answer leaves the status as it is: its reads go to the primary"))
 
 
 class HealthApi(APIView):

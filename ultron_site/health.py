@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from core.replicas import replica_aliases, replicas_health
 from memories.selectors import embedding_column_dimensions, embedding_space_get
 
 # Search filters by type, tier and tag during the index scan (hnsw.iterative_scan, pgvector 0.8):
@@ -75,8 +76,10 @@ def _warm() -> dict[str, Any]:
 def health_check() -> tuple[str, dict[str, Any]]:
     """(status, checks). The checks: the database (with pgvector), the embedding model —
     installed, and the same as the one the stored vectors came from —, the LLM in use, and
-    whether this process has loaded its models (``warm``). The status: ``ok``; ``warming`` while
-    every other check passes but the models are still loading; ``degraded`` otherwise."""
+    whether this process has loaded its models (``warm``); with read replicas configured, each
+    one's lag (``replicas``: reported only, a replica's reads fall back to the primary). The
+    status: ``ok``; ``warming`` while every other check passes but the models are still loading;
+    ``degraded`` otherwise."""
     database = _database()
     healthy = database["ok"]
     model: dict[str, Any] = {
@@ -104,7 +107,9 @@ def health_check() -> tuple[str, dict[str, Any]]:
     offline = settings.ULTRON_LLM_PROVIDER == "offline"
     llm = {"provider": settings.ULTRON_LLM_PROVIDER, "model": "rules" if offline else settings.ULTRON_LLM_MODEL}
     warm = _warm()
-    checks = {"database": database, "embedding_model": model, "llm": llm, "warm": warm}
+    checks: dict[str, Any] = {"database": database, "embedding_model": model, "llm": llm, "warm": warm}
+    if replica_aliases():  # reported, never a reason to take this host out of service
+        checks["replicas"] = replicas_health()
     if not healthy or warm["state"] == "failed":
         return "degraded", checks
     return ("ok" if warm["state"] == "ready" else "warming"), checks

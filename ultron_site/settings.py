@@ -138,6 +138,35 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
 # Connections are reused for a minute: each is checked before reuse, so after a database restart a
 # request gets a fresh connection instead of an error.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+# Read replicas (core/replicas.py): searches, context blocks, lists and stats read from one when
+# it answers and is fresh enough; every other read, and every write, goes to the primary.
+DATABASE_REPLICA_URL = env_list(
+    "DATABASE_REPLICA_URL", group="database",
+    help="Streaming replicas of DATABASE_URL's database, comma-separated (a comma inside a password "
+         "is written %2C). Searches, context blocks, memory lists and stats read from one of them; "
+         "everything that feeds a write reads the primary. Empty: everything reads the primary.",
+)
+for _number, _url in enumerate(DATABASE_REPLICA_URL, start=1):
+    try:
+        _replica = dj_database_url.parse(_url, conn_max_age=60)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_REPLICA_URL (replica {_number}) could not be parsed: {exc}") from None
+    if _replica["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(f"DATABASE_REPLICA_URL (replica {_number}) must point at PostgreSQL.")
+    _replica["CONN_HEALTH_CHECKS"] = True
+    # A replica that does not answer is skipped after this wait, not after the operating system's.
+    _replica.setdefault("OPTIONS", {}).setdefault("connect_timeout", 2)
+    # A test run never reads a real replica through these: its replica is the test database.
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica_{_number}"] = _replica
+ULTRON_REPLICA_ALIASES = [alias for alias in DATABASES if alias.startswith("replica_")]
+DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"]
+ULTRON_REPLICA_MAX_LAG_SECONDS = env_float(
+    "ULTRON_REPLICA_MAX_LAG_SECONDS", 5.0, minimum=0.0, maximum=3600.0, group="database",
+    help="A replica further behind the primary than this is skipped (its reads go to the primary) "
+         "until it catches up. The lag is measured on the replica, at most once a second per process.",
+)
 # Row-level security keeps spaces apart (core/spaces.py): connections switch to this role,
 # which owns nothing and so is bound by the policies. Created by migration core.0002.
 ULTRON_DB_APP_ROLE = env_str(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import connection
 
+from core.replicas import read_connection
 from memories.models import LexemeCount
 
 # Stems that PostgreSQL's English stop list keeps but that carry nothing in a question
@@ -64,7 +65,7 @@ def query_terms(text: str, *, limit: int = 10) -> QueryTerms:
     ``limit``), each with the number of active memories containing it: one statement."""
     if not text.strip():
         return QueryTerms([])
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:  # a read replica's inside core.replicas.on_replica
         # The search API takes queries of at most 4,000 characters (MemorySearchApi); other callers' text is
         # cut alike.
         cursor.execute(_TERMS_SQL, {"text": text[:4000], "stop": _EXTRA_STOPWORDS, "limit": limit})

@@ -10,9 +10,10 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from agents.models import Agent
+from core.replicas import read_alias, read_connection
 from core.spaces import scope_current, space_scope
 from memories.models import Memory, MemoryType, Tier
 from memories.selectors.keywords import (
@@ -343,7 +344,8 @@ def memory_search(
     # The index is asked for the searched spaces with the words only when they hold at most half of
     # the hub (migration memories.0017): beyond that the spaces' lexemes cost more than they save.
     params["by_space"] = terms.hub_scale >= BY_SPACE_SCALE
-    with transaction.atomic(), connection.cursor() as cursor:
+    # On a read replica inside core.replicas.on_replica, else on the primary.
+    with transaction.atomic(using=read_alias()), read_connection().cursor() as cursor:
         # SET LOCAL, inside the transaction: the next query on this connection gets the defaults back.
         # pgvector accepts ef_search up to 1000.
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(min(ef, 1000))}; {ITERATIVE_SCAN}")

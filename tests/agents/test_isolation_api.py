@@ -250,9 +250,14 @@ def test_the_suite_calls_every_operation_of_the_schema():
 
 
 def test_team_bs_callers_read_nothing_of_team_a(teams):
+    check_reads_show_nothing_of_team_a(teams)
+
+
+def check_reads_show_nothing_of_team_a(teams: Teams) -> None:
     """Every read, as team A's callers first (they find the canary: the requests reach the rows),
     then as team B's agent and curator: no canary, slug or id of team A, and no hit counted on
-    its memories (its rows are the same afterwards)."""
+    its memories (its rows are the same afterwards). Also run with reads on a replica
+    (tests/core/test_replicas.py)."""
     reads = [op for op in operations() if op.reads]
     for op in reads:
         if op.id in NO_ROW_TEXT:
@@ -381,6 +386,10 @@ def test_team_bs_writes_change_nothing_of_team_a(teams, django_capture_on_commit
 
 
 def test_team_bs_counts_are_its_own(teams):
+    check_counts_are_team_bs(teams)
+
+
+def check_counts_are_team_bs(teams: Teams) -> None:
     """Counts show team B's rows only: the stats, the memory list's count, cluster sizes."""
     from clusters.models import KnowledgeCluster
     from memories.models import Memory
