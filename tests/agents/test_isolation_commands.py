@@ -38,6 +38,7 @@ ACCESS = {"create_agent", "create_user", "create_space", "ensure_admin", "reset_
 # (``HubWideCommand``, or ``maintenance`` themselves) like ``migrate``:
 HUB_WIDE = {
     "backup", "restore",  # the whole database, every space (a backup that left a space out would lose it)
+    "embedded_replica",  # copies the embedded server whole (a streaming replica carries every space, as the primary)
     "reembed", "check_embedding_space", "calibrate",  # the embedding space and its thresholds are the hub's, not a space's
     "rebalance_tiers", "retry_merges", "run_pipeline", "setup_pipeline",  # the pipeline: each step runs once per space, in its scope
     "crystallize", "run_initial_clustering",  # the pipeline's cluster steps, by hand (each cluster's space is its own)

@@ -5,11 +5,12 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from core.spaces import HubWideCommand
 from ultron_site import embedded_db, embedded_replica
 from ultron_site.startup import data_dir
 
 
-class Command(BaseCommand):
+class Command(HubWideCommand, BaseCommand):
     help = (
         "Make (or stop, or remove) a streaming read replica of the embedded PostgreSQL in DIR, to try "
         "read replicas on one machine: prints the DATABASE_REPLICA_URL to start the hub with. Only for "
