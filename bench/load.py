@@ -1,7 +1,7 @@
 """Load: a mixed workload (80 % search, 15 % upload, 5 % details) against running web processes.
 
     .venv/bin/python bench/load.py [--n 100000] [--seconds 60] [--levels 1,2,4,8,16,32]
-                                   [--topology multi|single] [--keep-db bench_load] [--json]
+                                   [--topology multi|single] [--keep-db bench_load] [--replica] [--json]
     .venv/bin/python bench/load.py --url http://hub:8000 --token ult_... [--url ... --token ...]
 
 By default it starts its own hub on a throw-away database of the configured (embedded)
@@ -11,6 +11,9 @@ variations, HNSW indexes built), reached over ``DATABASE_URL`` as an external se
 2 workers x 4 threads each, each on its own port and with its own data directory, so nothing
 is shared but the database) and 2 pipeline workers (``manage.py qcluster``), the load spread
 over both ports round-robin; ``single`` is one gunicorn (2 workers x 4 threads) as ``make run``.
+``--replica`` adds a streaming replica of the embedded server (``manage.py embedded_replica``)
+that the web processes read searches, context blocks, lists and stats from
+(``DATABASE_REPLICA_URL``); the report counts the transactions it served.
 
 At each concurrency level (requests in flight), for ``--seconds``: requests/s, p50/p95/p99 per
 operation, every non-2xx counted by status, and the CPU each group of processes used (web
@@ -257,11 +260,14 @@ def wait_healthy(base: str, process: subprocess.Popen, log: Path) -> None:
 
 
 @contextlib.contextmanager
-def topology(kind: str, database_url: str, rate: str, workdir: Path) -> Iterator[tuple[list[str], dict[str, list[int]]]]:
+def topology(kind: str, database_url: str, rate: str, workdir: Path,
+             replica_url: str = "") -> Iterator[tuple[list[str], dict[str, list[int]]]]:
     """Start the web and pipeline processes; yield their base URLs and pids by group. Every
-    process gets its own data directory (another host's disk) and the same secret key."""
+    process gets its own data directory (another host's disk) and the same secret key; with
+    ``replica_url``, the web processes read searches, context, lists and stats from it."""
     env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SECRET_KEY": secrets.token_urlsafe(40),
-           "ULTRON_API_RATE": rate, "ULTRON_LOG_LEVEL": "warning", "ULTRON_Q_WORKERS": "1"}
+           "ULTRON_API_RATE": rate, "ULTRON_LOG_LEVEL": "warning", "ULTRON_Q_WORKERS": "1",
+           "DATABASE_REPLICA_URL": replica_url}
     webs, pipelines = (2, 2) if kind == "multi" else (1, 0)
     started: list[tuple[subprocess.Popen, Path]] = []
     bases, groups = [], {"web": [], "pipeline": []}
@@ -303,6 +309,54 @@ def topology(kind: str, database_url: str, rate: str, workdir: Path) -> Iterator
                 kept.write_text(log.read_text(errors="replace"))
                 print(f"{log.name}: {len(problems)} error lines, e.g. {problems[0][:300]} (whole log: {kept})",
                       file=sys.stderr)
+
+
+@contextlib.contextmanager
+def replica(wanted: bool) -> Iterator[tuple[Path | None, str]]:
+    """With ``wanted``: a streaming replica of the embedded server (which holds the bench
+    database), as ``manage.py embedded_replica`` makes it; yields its directory and the bench
+    database's URI on it. Otherwise (None, "")."""
+    if not wanted:
+        yield None, ""
+        return
+    from django.db import connection
+
+    from ultron_site import embedded_replica, startup
+
+    where = Path(tempfile.mkdtemp(prefix="ultron-replica-"))
+    embedded_replica.replica_create(startup.data_dir(), where)
+    try:
+        yield where, embedded_replica.replica_uri(where, connection.settings_dict["NAME"])
+    finally:
+        embedded_replica.replica_remove(startup.data_dir(), where)
+
+
+def replica_pid(replica_dir: Path) -> list[int]:
+    pid_file = replica_dir / "postmaster.pid"
+    return [int(pid_file.read_text().split()[0])] if pid_file.exists() else []
+
+
+def replica_reads(replica_dir: Path) -> int:
+    """Transactions the replica has run in the bench database (reads: it takes no writes)."""
+    import psycopg
+    from django.db import connection
+
+    from ultron_site import embedded_replica
+
+    name = connection.settings_dict["NAME"]
+    with psycopg.connect(embedded_replica.replica_uri(replica_dir, name), autocommit=True) as conn:
+        return int(conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s",
+                                [name]).fetchone()[0])
+
+
+def replica_health(base: str) -> list:
+    import json
+
+    try:
+        with urllib.request.urlopen(f"{base}/api/health", timeout=10) as answer:
+            return json.loads(answer.read()).get("replicas", [])
+    except urllib.error.HTTPError as exc:  # 503 carries the same body
+        return json.loads(exc.read()).get("replicas", [])
 
 
 def hub_totals() -> int:
@@ -438,6 +492,8 @@ def main() -> None:
     parser.add_argument("--keep-db", metavar="NAME", help="reuse (or create and keep) this bench_* database")
     parser.add_argument("--url", action="append", help="an already running hub (repeat for several web processes)")
     parser.add_argument("--token", action="append", help="with --url: an agent's token (repeat to spread the load)")
+    parser.add_argument("--replica", action="store_true", help=(
+        "start a streaming replica of the embedded server and have the web processes read searches from it"))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     args.levels = [int(x) for x in args.levels.split(",") if x.strip()]
@@ -461,13 +517,25 @@ def main() -> None:
         tokens, corpus, fresh = prepare_hub(args)
         parts = urlsplit(settings.DATABASE_URL)
         database_url = urlunsplit(parts._replace(path="/" + quote(connection.settings_dict["NAME"])))
-        with tempfile.TemporaryDirectory(prefix="ultron-load-") as workdir, \
-                topology(args.topology, database_url, args.rate, Path(workdir)) as (bases, groups):
+        with tempfile.TemporaryDirectory(prefix="ultron-load-") as workdir, replica(args.replica) as (replica_dir, url), \
+                topology(args.topology, database_url, args.rate, Path(workdir), url) as (bases, groups):
             groups = {"web": groups["web"], "postgres": postmaster_pid(), "pipeline": groups["pipeline"],
                       "client": [os.getpid()]}
+            if replica_dir:
+                groups["replica"] = replica_pid(replica_dir)
+                before = replica_reads(replica_dir)
             levels = measure(bases, tokens, Texts(corpus, fresh), args, groups, own=True)
+            served = replica_reads(replica_dir) - before if replica_dir else 0
+            health = [replica_health(base) for base in bases] if replica_dir else []
         connection.close()
-        figures = report(levels, args, f"{args.topology}: {len(bases)} web process(es), rate {args.rate}")
+        where = f"{args.topology}: {len(bases)} web process(es), rate {args.rate}" + (", a read replica" if url else "")
+        figures = report(levels, args, where)
+        if replica_dir:
+            searches = sum(len(level.latencies.get("search", [])) for level in levels)
+            figures["replica"] = {"transactions": served, "searches": searches, "health": health}
+            print_table("read replica", [
+                ("transactions on the replica during the levels", f"{served:,} (searches answered: {searches:,})"),
+                *((f"health of {base}", str(state)) for base, state in zip(bases, health, strict=True))])
     write_results(f"load-{args.n}", figures, as_json=args.json)
 
 

@@ -85,6 +85,11 @@ def embedding_space_ensure() -> None:
     _verified_space = wanted
 
 
+# Vectors stay in their rows (migration memories.0027): a column made anew gets the type's default
+# (out of line) unless told again.
+EMBEDDING_INLINE_SQL = f"ALTER TABLE {Memory._meta.db_table} ALTER COLUMN embedding SET STORAGE MAIN"
+
+
 def _embedding_indexes() -> list:
     return [index for index in Memory._meta.indexes if "embedding" in index.fields]
 
@@ -96,6 +101,7 @@ def _embedding_column_resize(dims: int) -> None:
         for index in _embedding_indexes():
             editor.remove_index(Memory, index)
         editor.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dims)}) USING NULL")
+        editor.execute(EMBEDDING_INLINE_SQL)
         for index in _embedding_indexes():
             editor.add_index(Memory, index)
     signals.embedding_dimensions_changed.send(sender=Memory, dimensions=dims)
@@ -144,6 +150,7 @@ def memories_reembed(*, batch_size: int = 256, progress: Any = None) -> int:
                 editor.execute(f"ALTER TABLE {table} DROP COLUMN embedding")
                 editor.execute(f"ALTER TABLE {table} RENAME COLUMN {column} TO embedding")
                 editor.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET NOT NULL")
+                editor.execute(EMBEDDING_INLINE_SQL)
                 for index in _embedding_indexes():
                     editor.add_index(Memory, index)
         EmbeddingSpace.objects.all().delete()

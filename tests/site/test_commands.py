@@ -156,12 +156,24 @@ def test_reembed_into_a_new_dimension_rebuilds_the_column(agent, settings):
     memory_upload(content="Use a partial HNSW index per memory type", agent=agent)
     from memories.selectors import embedding_column_dimensions
 
+    assert _vector_storage() == "m"  # kept in the row (migration memories.0027)
     with served_embeddings(settings, "dashscope", 256):
         call_command("reembed", stdout=StringIO(), stderr=StringIO())
         assert embedding_column_dimensions() == 256
         assert len(Memory.objects.get().embedding) == 256
+        assert _vector_storage() == "m"  # the new column too
     assert embedding_column_dimensions() == 384
     assert len(Memory.objects.get().embedding) == 384
+    assert _vector_storage() == "m"
+
+
+def _vector_storage() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'memories_memory'::regclass "
+                       "AND attname = 'embedding'")
+        return cursor.fetchone()[0]
 
 
 @pytest.mark.django_db(transaction=True)
