@@ -9,7 +9,6 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Case, IntegerField, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -34,6 +33,7 @@ from memories.admin_filters import (
     UncountedBooleanFilter,
     UncountedChoicesFilter,
 )
+from memories.admin_search import RankedSearchMixin
 from memories.models import (
     Memory,
     MemoryContribution,
@@ -47,9 +47,6 @@ from memories.services.edit import (
     memory_restore_by,
     redaction_summary,
 )
-from memories.services.recall import memories_rank
-
-SEARCH_LIMIT = 200
 
 
 def _editor(request: HttpRequest) -> str:
@@ -100,7 +97,8 @@ class MemoryForm(forms.ModelForm):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin_feedback.FeedbackPanelMixin, admin_holds.HoldPanelMixin, SpaceScopedAdmin, HubAdmin):
+class MemoryAdmin(RankedSearchMixin, admin_feedback.FeedbackPanelMixin, admin_holds.HoldPanelMixin, SpaceScopedAdmin,
+                  HubAdmin):
     form = MemoryForm
     list_display = ("l0", "type_badge", "tier_badge", "hit_count", "last_hit_at", "agent", "age")
     list_display_links = ("l0",)
@@ -158,31 +156,12 @@ class MemoryAdmin(admin_feedback.FeedbackPanelMixin, admin_holds.HoldPanelMixin,
 
         return timesince(memory.created_at, timezone.now()).split(",")[0]
 
-    def get_search_results(self, request, queryset, search_term):
-        """Rank by the hub's hybrid search (the order an agent would get); no hits are counted."""
-        term = search_term.strip()
-        if not term:
-            return queryset, False
-        ranked = request.__dict__.setdefault("_memory_ranking", {})  # facet counts re-filter: search once
-        if term not in ranked:
-            ranked[term] = memories_rank(query=term, limit=SEARCH_LIMIT)
-        ids = ranked[term]
-        if not ids:
-            return queryset.none(), False
-        order = Case(*[When(pk=pk, then=Value(i)) for i, pk in enumerate(ids)], output_field=IntegerField())
-        return queryset.filter(pk__in=ids).annotate(search_rank=order).order_by("search_rank"), False
-
     def changelist_view(self, request: HtmxHttpRequest, extra_context: dict | None = None) -> HttpResponse:
         """The whole list page, or for htmx (the live search box) only the results partial."""
         response = super().changelist_view(request, extra_context)
         if request.htmx and isinstance(response, TemplateResponse):
             response.template_name = "admin/memories/memory/_results.html"
         return response
-
-    def get_ordering(self, request):
-        if request.GET.get("q"):
-            return ()  # keep the search's ranking
-        return super().get_ordering(request)
 
     @admin.action(description="Archive the selected memories", permissions=["change"])
     def archive_selected(self, request, queryset):

@@ -54,6 +54,7 @@ class SearchHit:
     agent_id: int | None = None
     verified: bool = False
     flags: list[dict] = field(default_factory=list)
+    keyword: bool = False  # the keyword side found it (it shares the query's selective words)
 
 
 SEARCH_MODES = ("semantic", "keyword", "hybrid")
@@ -359,6 +360,7 @@ def memory_search(
             context=row["context"], similarity=float(row["similarity"]), score=float(row["score"]),
             last_hit_at=row["last_hit_at"], created_at=row["created_at"], space_id=row["space_id"],
             writer=row["writer"], agent_id=row["agent_id"], verified=row["verified"], flags=_flags(row["screen_flags"]),
+            keyword=bool(row["keyword"]),
         )
         for row in rows
     ]

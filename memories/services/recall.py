@@ -159,12 +159,17 @@ def context_build(
     return assembled
 
 
-def memories_rank(*, query: str, limit: int = 200) -> list[Any]:
-    """The ids of active memories in the order an agent's search would rank them (the
-    default search mode), without counting hits: for people browsing in the admin site."""
+def memories_rank_matches(*, query: str, limit: int = 200) -> list[SearchHit]:
+    """Active memories in the order an agent's search would rank them (the default search
+    mode), each with its similarity to the query and whether its words matched, without
+    counting hits: for people browsing in the admin site."""
     text, vector = query_prepare(query)
     if vector is None:
         return []
-    hits = selectors.memory_search(vector=vector, limit=limit, mode=settings.ULTRON_SEARCH_MODE, text=text,
+    return selectors.memory_search(vector=vector, limit=limit, mode=settings.ULTRON_SEARCH_MODE, text=text,
                                    floor=relevance_floor())
-    return [hit.id for hit in hits]
+
+
+def memories_rank(*, query: str, limit: int = 200) -> list[Any]:
+    """The ids of ``memories_rank_matches``."""
+    return [hit.id for hit in memories_rank_matches(query=query, limit=limit)]

@@ -226,14 +226,27 @@ def test_the_memory_list_counts_beside_its_filters_and_searches_once(curator_cli
     assert "Hot (1)" in page and "Warm (1)" in page  # a filter's own counts ignore its own choice...
     assert "Active (1)" in page  # ...and the other filters count within it
 
-    import memories.admin as memory_admin
+    import memories.admin_search as memory_search
 
     calls = []
-    rank = memory_admin.memories_rank
-    monkeypatch.setattr(memory_admin, "memories_rank", lambda **kw: calls.append(kw) or rank(**kw))
+    rank = memory_search.memories_rank_matches
+    monkeypatch.setattr(memory_search, "memories_rank_matches", lambda **kw: calls.append(kw) or rank(**kw))
     page = curator_client.get(reverse("admin:memories_memory_changelist"), {"q": "docker pip"}).content.decode()
     assert "Hot (1)" in page  # counted within the search's results
     assert len(calls) == 1
+
+
+def test_a_search_says_how_close_each_row_is(curator_client, memory):
+    """The list's search shows a match column: the row on the query's topic is ``close``; a row
+    about something else that still made the list is ``weak``; without a search, no column."""
+    other = memory_upload(content="Store timestamps in UTC and convert them to the viewer's zone in templates").memory
+    changelist = reverse("admin:memories_memory_changelist")
+    page = curator_client.get(changelist, {"q": "pip cannot install packages in a docker build"}).content.decode()
+    rows = {pk: row for row in page.split("<tr")[1:] for pk in (str(memory.pk), str(other.pk)) if pk in row}
+    assert "hub-match-close" in rows[str(memory.pk)] and "close " in rows[str(memory.pk)]
+    assert str(other.pk) not in rows or "hub-match-weak" in rows[str(other.pk)]
+    assert page.index(str(memory.pk)) < page.index(str(other.pk)) if str(other.pk) in page else True
+    assert "hub-match" not in curator_client.get(changelist).content.decode()
 
 
 def test_archive_and_restore_actions_are_recorded(curator_client, memory):

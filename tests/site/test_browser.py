@@ -135,6 +135,7 @@ def test_curator_finds_a_memory_by_live_search_and_edits_it(browser, live_server
     curator.page.wait_for_load_state("networkidle")
     first_row = curator.page.locator("#result_list tbody tr").first
     assert "pip install failed inside Docker" in first_row.inner_text()
+    assert "close" in first_row.locator(".hub-match-close").inner_text()  # how near the query it is
     curator.shot("memories-search")
     first_row.locator("a").first.click()
     curator.page.wait_for_load_state("networkidle")
