@@ -192,10 +192,10 @@ def role_exists() -> bool:
 @receiver(connection_created)
 def _connection_start(sender, connection, **kwargs) -> None:  # noqa: ARG001 - the signal's signature
     """A new connection (the primary's, or a read replica's) sees nothing until a scope is
-    opened. Before the migration that creates
-    the role has run (a new database), the connection stays the login role: only ``migrate``
-    can do anything useful then, and the hub refuses to serve (``ultron.E002``). The test
-    runner's and ``createdb``'s connection to the server's maintenance database is left alone."""
+    opened. Before the migration that creates the role has run (a new database), the primary's
+    connection stays the login role: only ``migrate`` can do anything useful then, and the hub
+    refuses to serve (``ultron.E002``); a replica's refuses to open. The test runner's and
+    ``createdb``'s connection to the server's maintenance database is left alone."""
     from core.replicas import REPLICA_PREFIX
 
     if connection.vendor != "postgresql" or not (
@@ -205,6 +205,11 @@ def _connection_start(sender, connection, **kwargs) -> None:  # noqa: ARG001 - t
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [app_role()])
         exists = cursor.fetchone() is not None
     if not exists:
+        if connection.alias != DEFAULT_DB_ALIAS:
+            # Never past the policies on a replica: one without the role is not read at all.
+            from django.db import OperationalError
+
+            raise OperationalError(f"the replica has no role {app_role()} (not migrated yet?): not read")
         connection.ultron_scope = MAINTENANCE
         return
     _set(connection, getattr(_opened, "scope", NOTHING))
