@@ -157,6 +157,7 @@ def test_reads_come_from_the_replica_and_a_lagging_one_is_skipped(replica, api, 
     assert not state["in_use"] and "lags more than 0.5 s" in state["error"]
 
     # Replay resumes; the replica catches up and is read again.
+    settings.ULTRON_REPLICA_MAX_LAG_SECONDS = 60.0
     _superuser(replica).execute("SELECT pg_wal_replay_resume()")
     _caught_up(replica)
     time.sleep(1.1)
