@@ -331,11 +331,6 @@ def replica(wanted: bool) -> Iterator[tuple[Path | None, str]]:
         embedded_replica.replica_remove(startup.data_dir(), where)
 
 
-def replica_pid(replica_dir: Path) -> list[int]:
-    pid_file = replica_dir / "postmaster.pid"
-    return [int(pid_file.read_text().split()[0])] if pid_file.exists() else []
-
-
 def replica_reads(replica_dir: Path) -> int:
     """Transactions the replica has run in the bench database (reads: it takes no writes)."""
     import psycopg
@@ -367,11 +362,12 @@ def hub_totals() -> int:
         return int(cursor.fetchone()[0])
 
 
-def postmaster_pid() -> list[int]:
-    """The embedded PostgreSQL's server process (its backends are its children)."""
+def postmaster_pid(pgdata: Path | None = None) -> list[int]:
+    """The server process of ``pgdata`` (default: the embedded PostgreSQL; its backends are its
+    children)."""
     from ultron_site import embedded_db, startup
 
-    pid_file = embedded_db.pgdata_path(startup.data_dir()) / "postmaster.pid"
+    pid_file = (pgdata or embedded_db.pgdata_path(startup.data_dir())) / "postmaster.pid"
     return [int(pid_file.read_text().split()[0])] if pid_file.exists() else []
 
 
@@ -522,7 +518,7 @@ def main() -> None:
             groups = {"web": groups["web"], "postgres": postmaster_pid(), "pipeline": groups["pipeline"],
                       "client": [os.getpid()]}
             if replica_dir:
-                groups["replica"] = replica_pid(replica_dir)
+                groups["replica"] = postmaster_pid(replica_dir)
                 before = replica_reads(replica_dir)
             levels = measure(bases, tokens, Texts(corpus, fresh), args, groups, own=True)
             served = replica_reads(replica_dir) - before if replica_dir else 0

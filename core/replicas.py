@@ -101,13 +101,12 @@ def replica_check(alias: str, *, force: bool = False) -> ReplicaState:
     if not force and time.monotonic() - state.checked < wait:
         return state
     try:
-        lag, error = lag_measure(alias), ""
+        lag = lag_measure(alias)
     except (OperationalError, InterfaceError) as exc:
-        lag, error = None, _first_line(exc)
         connections[alias].close()
-        if not state.error:
-            logger.warning("read replica %s does not answer (%s): reads go to the primary", alias, error)
-    state.lag, state.error, state.checked = lag, error, time.monotonic()
+        _mark_down(alias, _first_line(exc))
+        return state
+    state.lag, state.error, state.checked = lag, "", time.monotonic()
     return state
 
 
@@ -174,7 +173,7 @@ def on_replica(work: Callable[[], T]) -> T:
 def _mark_down(alias: str, error: str) -> None:
     state = _state(alias)
     if not state.error:
-        logger.warning("read replica %s failed (%s): reads go to the primary", alias, error)
+        logger.warning("read replica %s does not answer (%s): reads go to the primary", alias, error)
     state.lag, state.error, state.checked = None, error, time.monotonic()
 
 

@@ -209,6 +209,7 @@ def _connection_start(sender, connection, **kwargs) -> None:  # noqa: ARG001 - t
             # Never past the policies on a replica: one without the role is not read at all.
             from django.db import OperationalError
 
+            connection.close()  # not kept half-open: the next use connects (and refuses) again
             raise OperationalError(f"the replica has no role {app_role()} (not migrated yet?): not read")
         connection.ultron_scope = MAINTENANCE
         return

@@ -79,7 +79,8 @@ def replica(replica_server, settings):
     settings.ULTRON_REPLICA_MAX_LAG_SECONDS = 60.0
     with _configured(str(replica_server)):
         yield replica_server
-    _superuser(replica_server).execute("SELECT pg_wal_replay_resume()")
+    with _superuser(replica_server) as conn:
+        conn.execute("SELECT pg_wal_replay_resume()")
 
 
 def _superuser(replica_dir: Path) -> psycopg.Connection:
@@ -129,7 +130,8 @@ def test_reads_come_from_the_replica_and_a_lagging_one_is_skipped(replica, api, 
                     format="json").status_code == 201
     _caught_up(replica)
     # Replay stops: what the primary writes now reaches the replica's disk but not its data.
-    _superuser(replica).execute("SELECT pg_wal_replay_pause()")
+    with _superuser(replica) as conn:
+        conn.execute("SELECT pg_wal_replay_pause()")
     assert api.post("/api/memories/upload", {"content": CELERY, "memory_type": "pattern"},
                     format="json").status_code == 201
     _caught_up(replica, receive_only=True)
@@ -158,7 +160,8 @@ def test_reads_come_from_the_replica_and_a_lagging_one_is_skipped(replica, api, 
 
     # Replay resumes; the replica catches up and is read again.
     settings.ULTRON_REPLICA_MAX_LAG_SECONDS = 60.0
-    _superuser(replica).execute("SELECT pg_wal_replay_resume()")
+    with _superuser(replica) as conn:
+        conn.execute("SELECT pg_wal_replay_resume()")
     _caught_up(replica)
     time.sleep(1.1)
     with CaptureQueriesContext(connections[ALIAS]) as on_the_replica:
