@@ -31,7 +31,9 @@ SETS = {"tune": ROOT / "tests/data/secret_sentences.jsonl", "fresh": ROOT / "tes
         "fresh3": ROOT / "tests/data/secret_sentences_fresh3.jsonl",
         "fresh4": ROOT / "tests/data/secret_sentences_fresh4.jsonl",
         "fresh5": ROOT / "tests/data/secret_sentences_fresh5.jsonl",
-        "tune2": ROOT / "tests/data/secret_sentences_tune2.jsonl"}
+        "fresh6": ROOT / "tests/data/secret_sentences_fresh6.jsonl",
+        "tune2": ROOT / "tests/data/secret_sentences_tune2.jsonl",
+        "tune3": ROOT / "tests/data/secret_sentences_tune3.jsonl"}
 
 
 def leaked(secret: str, output: str) -> bool:
@@ -59,8 +61,8 @@ def measure(rows: list[dict], outputs: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", default="tune,fresh,fresh3,fresh4,fresh5")
-    parser.add_argument("--misses", choices=["tune", "tune2"], default=None, help="list the tuning set's leaks and losses")
+    parser.add_argument("--sets", default="tune,fresh,fresh3,fresh4,fresh5,fresh6")
+    parser.add_argument("--misses", choices=["tune", "tune2", "tune3"], default=None, help="list the tuning set's leaks and losses")
     parser.add_argument("--without-likeness", action="store_true",
                         help="the detectors as they were before the learned secret-likeness score")
     parser.add_argument("--json", action="store_true")

@@ -103,6 +103,15 @@ CONTEXT_SECRETS = [  # shapes the characters cannot tell: the clause decides
      "witty crystal canyon muffin sandal crater marble damp shovel trumpet planet ember"),
     # curly quotes end a value as straight ones do
     ("The token was \u2018Xk29-pq81-Lm77-zz\u2019 until Friday", "Xk29-pq81-Lm77-zz"),
+    # codes of four or more digits where the clause speaks of a code, a sentence's full stop after them
+    ("Your one-time passcode: 318 774", "318 774"),
+    ("For the shared iPad the unlock PIN is now 024681.", "024681"),
+    ("The alarm panel disarms with 90317.", "90317"),
+    ("机房门禁码改成 8812 了，别外传。", "8812"),
+    # one word, after a cue, where the clause reads as a password's
+    ("The printer's admin PIN is violet.", "violet"),
+    ("Log into the lab router as admin with the password lantern.", "lantern"),
+    ("路由器管理密码改成了 cobalt-river。", "cobalt-river"),
 ]
 CONTEXT_ORDINARY = [
     "the bug came from 9fceb02d0ae598e95dc970b74767f19372d61af8 which touched auth",
@@ -116,6 +125,14 @@ CONTEXT_ORDINARY = [
     "the branch is feature-login-rate-limit now",
     "the job finished in 1048576 ms",
     "from django.contrib.auth.hashers import make_password",
+    # numbers where a code is spoken of, and words after a cue, that are what they look like
+    "The SMB server returned error code 4417 on every write.",
+    "Postgres listens on 5432 and the login service on 6432.",
+    "The OTP length is 6 and the code expires after 300 seconds.",
+    "In 2024 the password policy moved to passphrases.",
+    "The password expired on Monday, so the job failed.",
+    "The token is rotated by the nightly job.",
+    "[7ffcc09a754ef5094bce9801ddfbb273e2a01ffd] Use select_for_update in cluster assignment",
 ]
 
 
@@ -136,6 +153,22 @@ def test_the_context_model_reads_the_clause_not_the_value():
     public = "cherry-picked VALUE onto the release branch"
     assert model.score(secret, secret.index("VALUE"), secret.index("VALUE") + 5) >= 0.7
     assert model.score(public, public.index("VALUE"), public.index("VALUE") + 5) < 0.2
+
+
+def test_a_redaction_marker_is_no_cue_for_the_word_after_it():
+    """Redaction runs again over text it has already redacted (a command line read whole): the
+    marker's own word ("CREDENTIAL") does not make the next word a password."""
+    text = "mysql -u root -p<REDACTED_CREDENTIAL> appdb"
+    assert redact(text).text == text
+
+
+def test_the_written_sentences_each_hold_one_value_and_a_label():
+    from memories.redaction.likeness import context
+
+    rows = list(context.written_sentences())
+    assert len(rows) >= 1500
+    assert {label for _, label in rows} == {0, 1}
+    assert all(sentence.count("{V}") == 1 for sentence, _ in rows)
 
 
 def test_the_tuning_set_leaks_little_and_keeps_what_must_stay():

@@ -18,7 +18,11 @@ Shapes whose meaning the characters cannot tell are the context model's call: ba
 lengths commits, digests and ids have (7–12, 16, 32, 40 and 64), UUIDs, words joined into one
 token ("cedar_cotton_rescue") or written as a run after a connector ("is maple river quantum"),
 and codes of digits ("4821 9930") stay unless a strong cue names them or the clause reads as a
-secret's (``runs``). Bare hex of any other length is random by construction and redacted
+secret's (``runs``). Codes of four or five digits ("PIN 2580", "门禁码 8812") are read only where the
+clause speaks of a code or a secret, and need the clause's score whatever the cue: ports, error
+codes and counts stand in the same places. A single word in lower case after a cue ("the
+printer's admin PIN is violet") is read when it is not a word lessons or programs are written with,
+and needs a higher clause score (``CONTEXT_WORD_SCORE``). Bare hex of any other length is random by construction and redacted
 (``d37a8b9e09642cb73cfcf4e1 was rejected`` is no commit); ten or more small words with no word of
 grammar between are a seed phrase. Values after the words that make a value public (``commit``,
 ``sha256:``, ``trace``, ``version``…) stay unless a strong cue is nearer.
@@ -48,13 +52,17 @@ BARE_SCORE = 0.9
 # of words or digits — shapes the characters cannot tell — where it scores CONTEXT_ALONE_SCORE.
 CONTEXT_SCORE = 0.7
 CONTEXT_FLOOR = 0.3
-CONTEXT_ALONE_SCORE = 0.8
+CONTEXT_ALONE_SCORE = 0.65
+CONTEXT_WEAK_SCORE = 0.7  # a weak cue names public values as often as secrets ("gpg: key 3AA5C343…")
 # The same shapes after a strong cue that binds them ("验证码 899274", "口令改成 …"): the cue says what
 # the value is, so the clause needs only to not read as a public value's. A weak cue ("gpg: key
 # 3AA5C343…", "cache key …") names public values as often as secrets: no lower bar.
 CONTEXT_CUED_SCORE = 0.3
+# A single word after a cue ("the kiosk PIN is violet") is a password only where the clause reads as
+# one more clearly than a value of any other shape needs: the same words stand before ordinary ones.
+CONTEXT_WORD_SCORE = 0.75
 _CONTEXT_THRESHOLDS = {"context": CONTEXT_ALONE_SCORE, "context-strong": CONTEXT_CUED_SCORE,
-                       "context-weak": CONTEXT_ALONE_SCORE}
+                       "context-weak": CONTEXT_WEAK_SCORE, "context-word": CONTEXT_WORD_SCORE}
 MIN_LENGTH = 8  # characters of a value with no cue
 MIN_LENGTH_CUED = 8  # shorter values after a cue and a connector are prose.py's
 
@@ -139,43 +147,11 @@ _TOOL_FLAG_RE = re.compile(
 _CUE_AFTER_RE = re.compile(
     r"(?i)\s+(?:as|is|was|being)\s+(?:(?:its|the|their|his|her|my|our|your|a|an)\s+)?(?:[a-z]+\s+)?"
     r"(?:pass(?:word|phrase|code)|pin|secret|token|api\s+key)\b|\s*(?:是|作为|当作)(?:\S{0,6})?(?:密码|口令|密钥|令牌)")
-# A passphrase of words written with spaces after the word that names it: "passphrase for the GPG
-# key: falcon meadow otter", "the password is correct horse battery staple", "助记词是 abandon …".
-_PASSPHRASE_RUN_RE = re.compile(
-    r"(?i)(?:\b(?:pass[ -]?phrase|password|passwd|mnemonic|seed[ -]phrase|recovery[ -]phrase|wi-?fi[ -]password)s?"
-    r"(?:\s+(?:for|of|on)\s+(?:the\s+|my\s+|our\s+|this\s+)?[\w.-]+(?:\s+[\w.-]+){0,2}?)?"
-    r"(?:\s*(?:[:=]|\bis\b|\bwas\b|\bare\b)\s*|\s+(?=[a-z]+\s+[a-z]+\s+[a-z]+))"
-    r"|(?:密码|口令|助记词|密语)\s*(?:是|为|：|:)?\s*)"
-    r"[\"'“`]?(?P<run>[a-z]{3,12}(?:[ -][a-z]{2,12}){2,23})")
-_PHRASE_CUE_RE = re.compile(r"(?i)phrase|mnemonic|助记词|密语")
-_CLAUSE_END_AFTER_RE = re.compile(r"\s*(?:[.,;:!?)\"'”`，。；]|$)")
-
-
-def _passphrase(match: re.Match[str], text: str) -> str | None:
-    """The words of a passphrase after its cue: three or more, none a stop word ("the password is
-    stored in the vault" names none). After "password" the words must end the clause ("the Wi-Fi
-    password is: maple orbit tulip."); after "passphrase" or "mnemonic" they need not."""
-    from memories.redaction.names import stop_words
-
-    words: list[str] = []
-    for word in re.split(r"([ -])", match.group("run")):
-        if word in (" ", "-"):
-            words.append(word)
-            continue
-        if word.lower() in stop_words():
-            break
-        words.append(word)
-    run = "".join(words).rstrip(" -")
-    if len(re.findall(r"[a-z]+", run)) < 3 or is_reference(run):
-        return None
-    end = match.start("run") + len(run)
-    if not _PHRASE_CUE_RE.search(match.group()) and not _CLAUSE_END_AFTER_RE.match(text, end):
-        return None
-    return run
 _QUOTED_ARGUMENT_RE = re.compile(
     r"(?:^|\s)(?:-p|-P|-N|-a|-w|--pass(?:word|wd|phrase)?|-storepass|-keypass|-pw)[=\s]?\s*(?P<q>[\"'])(?P<value>[^\"'\n]{3,80})(?P=q)")
 _SECURE_STRING_RE = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?['\"]?$")
 _GROUPED_SEED_RE = re.compile(r"(?i)\b(?:[a-z2-7]{4}[ -]){3,}[a-z2-7]{4}\b")
+_CODE_WORD_RE = re.compile(r"(?i)\b(?:pins?|puk|codes?|otp|passcodes?|door|alarm|unlock\w*|disarm\w*|sms|text(?:ed)?)\b|码")
 _CODE_CUE_RE = re.compile(r"(?i)(?:backup|recovery|2fa|mfa|one-time)[ _-]?codes?|恢复码|备用码|备用验证码|安全码")
 
 
@@ -246,9 +222,17 @@ def names_secret(name: str) -> bool:
     return bool(name) and any(_CUE_RE.finditer(name.replace("_", " ").replace("-", " ")))
 
 
+_MARKER_RE = re.compile(r"<[A-Z][A-Z0-9_]*>")
+
+
 def _cues(text: str) -> list[tuple[int, int, str]]:
-    """Every cue of ``text``, once: (start, end, ``strong`` / ``weak``)."""
-    return [(m.start(), m.end(), "weak" if m.group("weak") else "strong") for m in _CUE_RE.finditer(text)]
+    """Every cue of ``text``, once: (start, end, ``strong`` / ``weak``); none inside the marker of
+    a value already redacted (``<REDACTED_CREDENTIAL>`` names no value after it)."""
+    cues = [(m.start(), m.end(), "weak" if m.group("weak") else "strong") for m in _CUE_RE.finditer(text)]
+    if cues and "<" in text:
+        markers = [m.span() for m in _MARKER_RE.finditer(text)]
+        cues = [c for c in cues if not any(a <= c[0] < b for a, b in markers)]
+    return cues
 
 
 def _cue_before(text: str, cues: list[tuple[int, int, str]], starts: list[int], start: int) -> str | None:
@@ -269,6 +253,17 @@ def _context_cue(cue: str | None) -> str:
     return {"strong": "context-strong", "weak": "context-weak"}.get(cue or "", "context")
 
 
+_WORD_VALUE_RE = re.compile(r"[a-z]{3,}(?:[_.-][a-z]{3,}){0,2}")
+
+
+def _word_value(text: str, value: str, end: int) -> bool:
+    """Could ``value``, a word in lower case or two or three joined, be a password of words? Not a
+    word lessons or programs are written with, not a name that a call, an attribute or an
+    assignment follows, not a secret's own name (``password_hash``)."""
+    return (len(value) >= 4 and bool(_WORD_VALUE_RE.fullmatch(value)) and not _NAMES_AFTER_RE.match(text, end)
+            and not names_secret(value) and not context_model().ordinary_word(value))
+
+
 def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[tuple[int, int, str, str | None]]:
     """(start, end, value, cue) for each token of ``text`` the model should read; ``holds_secret``:
     whether a text holds a secret, for what base64 of plain text encodes (the package's detectors)."""
@@ -279,10 +274,7 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             out.append((match.start("password"), match.end("password"), value, "url"))
     cues = _cues(text)
     starts = [c[0] for c in cues]
-    for match in _PASSPHRASE_RUN_RE.finditer(text):
-        run = _passphrase(match, text)
-        if run:
-            out.append((match.start("run"), match.start("run") + len(run), run, "phrase"))
+    out.extend((start, end, run, "phrase") for start, end, run in runs.passphrases(text))
     for match in _QUOTED_ARGUMENT_RE.finditer(text):  # ssh-keygen -P "old horse battery", mysql -p'…'
         line_start = _line_from(text, match.start(), _CONTEXT_WINDOW)
         if _TOOL_RE.search(text, line_start, match.start()) and not is_reference(match.group("value")):
@@ -293,9 +285,14 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
         cue = _cue_before(text, cues, starts, start) if cues else None
         if words >= 3 or cue == "strong":
             out.append((start, end, run, _context_cue(cue)))
-    out.extend((start, end, digits, _context_cue(_cue_before(text, cues, starts, start) if cues else None))
-               for start, end, digits in runs.digit_runs(text)
-               if not _ASSIGNED_RE.search(text, max(0, start - 3), start))  # a setting's number is its name's call
+    for start, end, digits in runs.digit_runs(text):
+        cue = _cue_before(text, cues, starts, start) if cues else None
+        if cue == "strong" or not _ASSIGNED_RE.search(text, max(0, start - 3), start):  # a setting's number is its name's call
+            out.append((start, end, digits, _context_cue(cue)))
+    for start, end, digits in runs.short_codes(text):  # a PIN, a door code — where the clause speaks of one
+        if cues or _CODE_WORD_RE.search(text, _line_from(text, start, _CUE_WINDOW), start + _CUE_WINDOW):
+            if not _ASSIGNED_RE.search(text, max(0, start - 3), start):  # four digits are too short for a cue's lower bar
+                out.append((start, end, digits, "context"))
     out.extend((start, end, words, "phrase") for start, end, words in runs.mnemonics(text))
     for match in _GROUPED_SEED_RE.finditer(text):
         if _cue_before(text, cues, starts, match.start()) and any(c.isdigit() for c in match.group()):
@@ -309,6 +306,9 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
         end = start + len(value)
         if len(value) < 4 or (_PLAIN_RE.match(value) and not _PASSPHRASE_RE.match(value) and not (
                 value.isdigit() and _CODE_CUE_RE.search(text, max(0, start - _CUE_WINDOW), start))):
+            if _word_value(text, value, end) and cues and (
+                    _cue_before(text, cues, starts, start) or _CUE_AFTER_RE.match(text, end)):
+                out.append((start, end, value, "context-word"))  # "the printer's admin PIN is violet"
             continue  # plain words and numbers, except the digits of a backup code
         cue = _cue_before(text, cues, starts, start) if cues else None
         if cue != "strong" and (cue or _HEX_RE.match(value) or _UUID_RE.match(value)) and named_secret(text, start):

@@ -6,26 +6,38 @@ further), the pairs of neighbouring words, the connector right before the value 
 ``=``), and whether the value opens or closes the clause. Chinese text is read as its characters
 and their pairs. Other values in the clause read as ``#v``.
 
-Fitted on ``context_samples.sentences`` (templates where a secret stands, and the same shapes of
-sentence around a public value) and on the contexts of values in the shipped lessons (public), at
-first use, cached under the data directory like the likeness model; scoring is a few dictionary
-lookups.
+Fitted on three sources, at first use, and cached under the data directory like the likeness model;
+scoring is a few dictionary lookups:
+
+- ``context_samples.sentences``: templates where a secret stands, and the same shapes of sentence
+  around a public value;
+- ``data/contexts_en.jsonl`` and ``data/contexts_zh.jsonl``: about 1,700 sentences written one by
+  one (runbooks, chat, commit messages, tables, postmortems, English, Chinese and both mixed), each
+  with ``{V}`` where a secret or a public value stands. They carry the variety templates cannot:
+  verbs that imply a credential with no noun ("re-keyed the cluster to …"), cues far from the value
+  or after it, and public values with a secret's words around them ("the password reset ticket …").
+  Each counts ``WRITTEN_WEIGHT`` times a template sentence;
+- the contexts of values in the shipped lessons (public).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from memories.redaction.likeness import model as likeness_model_module
 
-_VERSION = 2
+_VERSION = 4
 REGULARISATION_C = 4.0
+WRITTEN_WEIGHT = 3.0  # a written sentence against a template's: one shape each, not one of many fillings
+WRITTEN = Path(__file__).resolve().parent / "data"
 BEFORE_WORDS = 6
 AFTER_WORDS = 5
 _WINDOW = 100  # characters read on each side
@@ -121,6 +133,14 @@ class ContextModel:
     intercept: float
     examples: int
     technical: frozenset[str] = frozenset()
+    prose: frozenset[str] = frozenset()
+
+    def ordinary_word(self, value: str) -> bool:
+        """Is every word of ``value`` one that lessons are written with (``disabled``, ``nightly``,
+        ``production``) or programs are named with? A password of one word is rarely such a word
+        (``walrus``, ``pelican_orbit``); what the clause says decides the rest."""
+        words = [w.lower() for w in _WORDS_RE.split(value) if w]
+        return bool(words) and all(w in self.prose or w in self.technical for w in words)
 
     def technical_share(self, words: list[str]) -> float:
         """The share of ``words`` that programs are named with (a name, not a passphrase)."""
@@ -154,27 +174,58 @@ def _score(model: ContextModel, before: str, after: str) -> float:
     return model.compute(before, after)
 
 
-def examples(seed: int = 46) -> tuple[list[tuple[str, str]], list[int]]:
-    """(before, after) contexts and labels: the templates' sentences, and the contexts of the values
-    in the shipped lessons (public: they are the hub's own examples of ordinary lessons)."""
+def _masked(sentence: str) -> tuple[str, str]:
+    """The clause around ``{V}`` in a sentence, the value masked."""
+    from memories.redaction.likeness import context_samples
+
+    at = sentence.index(context_samples.VALUE)
+    return clause_around(sentence.replace(context_samples.VALUE, "VALUE", 1), at, at + len("VALUE"))
+
+
+def written_files() -> list[Path]:
+    return sorted(WRITTEN.glob("contexts_*.jsonl"))
+
+
+def written_sentences() -> Iterator[tuple[str, int]]:
+    """(sentence holding ``{V}``, label) from the written sets: 1 where the value is a secret."""
+    for path in written_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row["text"].count("{V}") != 1 or row["label"] not in ("secret", "public"):
+                raise ValueError(f"{path.name}:{number}: a sentence holds one {{V}} and a label secret or public")
+            yield row["text"], int(row["label"] == "secret")
+
+
+def examples(seed: int = 46) -> tuple[list[tuple[str, str]], list[int], list[float]]:
+    """(before, after) contexts, labels and weights: the templates' sentences, the written
+    sentences, and the contexts of the values in the shipped lessons (public: they are the hub's
+    own examples of ordinary lessons)."""
     from memories.redaction.likeness import context_samples, samples
 
     contexts: list[tuple[str, str]] = []
     labels: list[int] = []
+    weights: list[float] = []
     for sentence, label in dict(context_samples.sentences(seed)).items():  # each sentence once
-        at = sentence.index(context_samples.VALUE)
-        contexts.append(clause_around(sentence.replace(context_samples.VALUE, "VALUE"), at, at + len("VALUE")))
+        contexts.append(_masked(sentence))
         labels.append(label)
+        weights.append(1.0)
+    for sentence, label in written_sentences():
+        contexts.append(_masked(sentence))
+        labels.append(label)
+        weights.append(WRITTEN_WEIGHT)
     value_re = re.compile(r"(?<!\S)[\w./:@+-]*\d[\w./:@+-]*(?!\S)")
     for text in samples.shipped_texts():
         for match in value_re.finditer(text):
             if len(match.group()) >= 6:
                 contexts.append(clause_around(text, match.start(), match.end()))
                 labels.append(0)
-    return contexts, labels
+                weights.append(1.0)
+    return contexts, labels, weights
 
 
-def fit(contexts: list[tuple[str, str]], labels: list[int]) -> ContextModel:
+def fit(contexts: list[tuple[str, str]], labels: list[int], weights: list[float] | None = None) -> ContextModel:
     import numpy as np
     from scipy.sparse import csr_matrix
     from sklearn.linear_model import LogisticRegression
@@ -190,10 +241,27 @@ def fit(contexts: list[tuple[str, str]], labels: list[int]) -> ContextModel:
             values.append(weight)
     matrix = csr_matrix((values, (rows, cols)), shape=(len(contexts), len(index)))
     regression = LogisticRegression(C=REGULARISATION_C, max_iter=2000, solver="liblinear", class_weight="balanced")
-    regression.fit(matrix, np.asarray(labels))
+    regression.fit(matrix, np.asarray(labels), sample_weight=None if weights is None else np.asarray(weights))
     coefficients = regression.coef_[0]
-    weights = {f: float(coefficients[c]) for f, c in index.items() if abs(coefficients[c]) > 1e-6}
-    return ContextModel(weights, float(regression.intercept_[0]), len(contexts), technical_words())
+    learned = {f: float(coefficients[c]) for f, c in index.items() if abs(coefficients[c]) > 1e-6}
+    return ContextModel(learned, float(regression.intercept_[0]), len(contexts), technical_words(), prose_words())
+
+
+_PROSE_WORD_RE = re.compile(r"[A-Za-z]{2,}")
+
+
+def prose_words() -> frozenset[str]:
+    """The words of the shipped lessons and of the written sentences (their values masked), in
+    lower case, with English's stop words: the vocabulary of ordinary technical prose."""
+    from memories.redaction.likeness import samples
+    from memories.redaction.names import stop_words
+
+    words = set(stop_words())
+    for text in samples.shipped_texts():
+        words.update(w.lower() for w in _PROSE_WORD_RE.findall(text))
+    for sentence, _label in written_sentences():
+        words.update(w.lower() for w in _PROSE_WORD_RE.findall(sentence.replace("{V}", " ")))
+    return frozenset(words)
 
 
 def inputs_digest() -> str:
@@ -204,7 +272,7 @@ def inputs_digest() -> str:
         digest.update(Path(str(module.__file__)).read_bytes())
     digest.update(Path(__file__).read_bytes())
     digest.update(f"|v{_VERSION}|C{REGULARISATION_C}|".encode())
-    for path in samples.data_files():
+    for path in [*samples.data_files(), *written_files()]:
         digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 

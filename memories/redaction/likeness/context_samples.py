@@ -111,6 +111,10 @@ PUBLIC_TEMPLATES = (
     "the phone model was changed to {V}", "the namespace is {V}", "connect to the cluster with context {V}",
     "the router picked {V} after the reset", "I renamed it to {V}", "my branch is {V}", "the admin page lives at {V}",
     "heroku app {V} was scaled down", "the k8s deployment {V} rolled out", "the volume {V} is full",
+    # what git prints: a commit id opening a line of history, a blame line, a bisect verdict
+    "{V} Use the new retry helper in the worker", "[{V}] Fix the flaky upload test", "* {V} Merge branch 'main' into {X}",
+    "{V} (HEAD -> main, origin/main) Bump the base image", "{V} is the first bad commit", "^{V} (Dana 2024-03-02) return None",
+    "{V} Revert \"Use select_for_update in the {P} query\"", "commit {V}", "Merge: {V} 4f2a1bc",
 )
 ZH_SECRET_NOUNS = ("密码", "口令", "密钥", "令牌", "凭证", "私钥", "授权码", "助记词", "恢复码", "验证码", "访问密钥", "API 密钥")
 ZH_PUBLIC_NOUNS = ("提交", "版本", "镜像摘要", "校验和", "请求 ID", "追踪 ID", "任务", "构建号", "标签", "分支", "工单", "哈希")
