@@ -112,6 +112,11 @@ CONTEXT_SECRETS = [  # shapes the characters cannot tell: the clause decides
     ("The printer's admin PIN is violet.", "violet"),
     ("Log into the lab router as admin with the password lantern.", "lantern"),
     ("路由器管理密码改成了 cobalt-river。", "cobalt-river"),
+    ("The SIM's PUK is 61093385 if the phone locks again.", "61093385"),
+    # words no lesson strings together, whatever the clause around them
+    ("Switch the restic repository to cobweb tulip walrus marmot before Friday's handover.",
+     "cobweb tulip walrus marmot"),
+    ("Mounted the old share after typing lobster.walnut.pigeon.quiver at the prompt", "lobster.walnut.pigeon.quiver"),
 ]
 CONTEXT_ORDINARY = [
     "the bug came from 9fceb02d0ae598e95dc970b74767f19372d61af8 which touched auth",
@@ -153,6 +158,11 @@ def test_the_context_model_reads_the_clause_not_the_value():
     public = "cherry-picked VALUE onto the release branch"
     assert model.score(secret, secret.index("VALUE"), secret.index("VALUE") + 5) >= 0.7
     assert model.score(public, public.index("VALUE"), public.index("VALUE") + 5) < 0.2
+
+
+def test_a_clause_of_rare_words_with_grammar_between_is_no_passphrase():
+    text = "Her favourite breakfast is masala dosa with coconut chutney."
+    assert "REDACTED_CREDENTIAL" not in redact(text).text
 
 
 def test_a_redaction_marker_is_no_cue_for_the_word_after_it():

@@ -38,6 +38,7 @@ from memories.redaction.entropy import _UUID_RE, _path_like, _public_anywhere
 from memories.redaction.likeness import runs
 from memories.redaction.likeness.context import context_model
 from memories.redaction.likeness.model import likeness_model
+from memories.redaction.names import stop_words
 from memories.redaction.naming import named_secret
 from memories.redaction.patterns import Finding, is_reference
 
@@ -75,10 +76,10 @@ _STRONG_CUE = (
     r"|client[ _-]?secrets?|(?:access|auth|bearer|api|refresh|session|id|oauth|bot|app)[ _-]?tokens?|bearer"
     r"|credentials?|creds|secrets?|tokens?|psk|pre-?shared[ _-]?key|seed|totp|otp|2fa|mfa|recovery[ _-]?codes?"
     r"|license[ _-]?keys?|signing[ _-]?keys?|webhook[ _-]?secrets?|community[ _-]?string|storepass|keypass"
-    r"|(?:backup|recovery|2fa|mfa)[ _-]?codes?"
+    r"|(?:backup|recovery|2fa|mfa)[ _-]?codes?|(?-i:PINs?|PUKs?)"  # the noun, in capitals; "pin" is also a verb
 )
 _WEAK_CUE = r"keys?|auth|login|pass|pin|cookie|signature|sig|salt|hmac|cred"
-_CJK_CUE = r"密码|口令|密钥|秘钥|令牌|凭证|凭据|授权码|私钥|助记词|种子|验证码|恢复码|备用码|安全码"
+_CJK_CUE = r"密码|口令|密钥|秘钥|令牌|凭证|凭据|授权码|私钥|助记词|种子|验证码|恢复码|备用码|安全码|门禁码|解锁码|动态码|取件码"
 _CUE_RE = re.compile(
     rf"(?i)(?<![A-Za-z0-9])(?:(?P<strong>{_STRONG_CUE})|(?P<weak>{_WEAK_CUE}))(?![A-Za-z]|[_-][A-Za-z])"
     rf"|(?P<cjk>{_CJK_CUE})")  # a cue that ends a name (DB_PASSWORD), not one inside it (PASSWORD_HASHERS, key_id)
@@ -253,6 +254,19 @@ def _context_cue(cue: str | None) -> str:
     return {"strong": "context-strong", "weak": "context-weak"}.get(cue or "", "context")
 
 
+_WORD_SPLIT_RE = re.compile(r"[\s._-]+")
+
+
+def _words_cue(words: str, cue: str | None) -> str:
+    """The context model's call for words written as one value. Most of its words ones that lessons
+    and programs are not written with ("valley dagger turnip fossil eagle"): no sentence strings
+    four of them together, a passphrase; three, as after a strong cue. Else by the cue that binds it."""
+    unusual = context_model().unusual_words(words)
+    if unusual >= 4 and not any(w.lower() in stop_words() for w in _WORD_SPLIT_RE.split(words)):
+        return "phrase"  # (a run with a word of grammar in it, "masala dosa with coconut chutney", is a clause's)
+    return "context-strong" if unusual >= 3 else _context_cue(cue)
+
+
 _WORD_VALUE_RE = re.compile(r"[a-z]{3,}(?:[_.-][a-z]{3,}){0,2}")
 
 
@@ -284,7 +298,7 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             continue  # a name ("invalid_token", "round robin mode"), not a secret
         cue = _cue_before(text, cues, starts, start) if cues else None
         if words >= 3 or cue == "strong":
-            out.append((start, end, run, _context_cue(cue)))
+            out.append((start, end, run, _words_cue(run, cue)))
     for start, end, digits in runs.digit_runs(text):
         cue = _cue_before(text, cues, starts, start) if cues else None
         if cue == "strong" or not _ASSIGNED_RE.search(text, max(0, start - 3), start):  # a setting's number is its name's call
@@ -331,11 +345,11 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             if (not _PASSPHRASE_RE.match(value) or _NAMES_AFTER_RE.match(text, end) or names_secret(value)
                     or context_model().names_a_thing(value)):
                 continue  # a name ("aws_secret_access_key = …", "get_user_by_id(…"), not a value
-            cue = _context_cue(cue)  # a run of words is a passphrase only where the words around say so
+            cue = _words_cue(value, cue)  # a run of words is a passphrase only where the words around say so
         reference = is_reference(value)
         if (reference and cue != "url" and _DOTTED_WORDS_RE.match(value) and not _NAMES_AFTER_RE.match(text, end)
                 and not context_model().names_a_thing(value)):
-            cue = _context_cue(cue)  # words joined by dots: a module's path, or a passphrase if the words around say so
+            cue = _words_cue(value, cue)  # words joined by dots: a module's path, or a passphrase if the words around say so
             out.append((start, end, value, cue))  # (a path's shape, which the clause decides)
             continue
         if reference or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start], holds_secret):

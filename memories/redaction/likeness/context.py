@@ -11,8 +11,10 @@ scoring is a few dictionary lookups:
 
 - ``context_samples.sentences``: templates where a secret stands, and the same shapes of sentence
   around a public value;
-- ``data/contexts_en.jsonl`` and ``data/contexts_zh.jsonl``: about 1,700 sentences written one by
-  one (runbooks, chat, commit messages, tables, postmortems, English, Chinese and both mixed), each
+- ``data/contexts_*.jsonl``: about 3,500 sentences written one by one (runbooks, chat, commit
+  messages, tables, postmortems, English, Chinese and both mixed; the second sets on purpose the
+  hard ones: a verb and no noun, a cue far away or after the value, codes against ordinary
+  numbers, public values among a secret's words), each
   with ``{V}`` where a secret or a public value stands. They carry the variety templates cannot:
   verbs that imply a credential with no noun ("re-keyed the cluster to …"), cues far from the value
   or after it, and public values with a secret's words around them ("the password reset ticket …").
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from memories.redaction.likeness import model as likeness_model_module
 
-_VERSION = 4
+_VERSION = 6
 REGULARISATION_C = 4.0
 WRITTEN_WEIGHT = 3.0  # a written sentence against a template's: one shape each, not one of many fillings
 WRITTEN = Path(__file__).resolve().parent / "data"
@@ -134,6 +136,7 @@ class ContextModel:
     examples: int
     technical: frozenset[str] = frozenset()
     prose: frozenset[str] = frozenset()
+    common: frozenset[str] = frozenset()
 
     def ordinary_word(self, value: str) -> bool:
         """Is every word of ``value`` one that lessons are written with (``disabled``, ``nightly``,
@@ -141,6 +144,15 @@ class ContextModel:
         (``walrus``, ``pelican_orbit``); what the clause says decides the rest."""
         words = [w.lower() for w in _WORDS_RE.split(value) if w]
         return bool(words) and all(w in self.prose or w in self.technical for w in words)
+
+    def unusual_words(self, value: str) -> int:
+        """How many words of ``value`` (of four letters or more) are words that lessons and programs
+        are not written with, when they are at least two thirds of its words (else 0)? A
+        passphrase's words are drawn at random from a dictionary; a sentence's, a name's or an
+        issue key's are not."""
+        words = [w.lower() for w in _WORDS_RE.split(value) if len(w) >= 4]
+        unusual = sum(w not in self.common and w not in self.technical for w in words)
+        return unusual if unusual * 3 >= 2 * len(words) else 0
 
     def technical_share(self, words: list[str]) -> float:
         """The share of ``words`` that programs are named with (a name, not a passphrase)."""
@@ -244,24 +256,30 @@ def fit(contexts: list[tuple[str, str]], labels: list[int], weights: list[float]
     regression.fit(matrix, np.asarray(labels), sample_weight=None if weights is None else np.asarray(weights))
     coefficients = regression.coef_[0]
     learned = {f: float(coefficients[c]) for f, c in index.items() if abs(coefficients[c]) > 1e-6}
-    return ContextModel(learned, float(regression.intercept_[0]), len(contexts), technical_words(), prose_words())
+    prose, common = prose_words()
+    return ContextModel(learned, float(regression.intercept_[0]), len(contexts), technical_words(), prose, common)
 
 
 _PROSE_WORD_RE = re.compile(r"[A-Za-z]{2,}")
 
 
-def prose_words() -> frozenset[str]:
+def prose_words() -> tuple[frozenset[str], frozenset[str]]:
     """The words of the shipped lessons and of the written sentences (their values masked), in
-    lower case, with English's stop words: the vocabulary of ordinary technical prose."""
+    lower case, with English's stop words: the vocabulary of ordinary technical prose — every word
+    seen, and the words seen at least twice (a word seen once may be a lesson's own example of a
+    passphrase)."""
+    from collections import Counter
+
     from memories.redaction.likeness import samples
     from memories.redaction.names import stop_words
 
-    words = set(stop_words())
+    counts: Counter[str] = Counter()
     for text in samples.shipped_texts():
-        words.update(w.lower() for w in _PROSE_WORD_RE.findall(text))
+        counts.update(w.lower() for w in _PROSE_WORD_RE.findall(text))
     for sentence, _label in written_sentences():
-        words.update(w.lower() for w in _PROSE_WORD_RE.findall(sentence.replace("{V}", " ")))
-    return frozenset(words)
+        counts.update(w.lower() for w in _PROSE_WORD_RE.findall(sentence.replace("{V}", " ")))
+    stops = frozenset(stop_words())
+    return stops | frozenset(counts), stops | frozenset(w for w, n in counts.items() if n >= 2)
 
 
 def inputs_digest() -> str:
