@@ -43,6 +43,7 @@ from memories.redaction import (
     prose,
     vendors,
 )
+from memories.redaction.likeness.shapes import base64_text
 from memories.redaction.patterns import Finding
 
 CJK_THRESHOLD = 0.2
@@ -111,7 +112,7 @@ def _dropped(text: str, finding: Finding) -> bool:
 def encodes_plain_text(value: str) -> bool:
     """Is ``value`` base64 of a sentence or of JSON quoted in a lesson ("echo aGVsbG8gZnJvbSBzdGFnaW5n
     | base64 -d"): data, unless what it encodes holds a secret itself?"""
-    decoded = likeness.base64_text(value)
+    decoded = base64_text(value)
     return decoded is not None and not _pattern_findings(decoded)
 
 

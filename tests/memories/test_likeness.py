@@ -117,6 +117,9 @@ CONTEXT_SECRETS = [  # shapes the characters cannot tell: the clause decides
     ("Switch the restic repository to cobweb tulip walrus marmot before Friday's handover.",
      "cobweb tulip walrus marmot"),
     ("Mounted the old share after typing lobster.walnut.pigeon.quiver at the prompt", "lobster.walnut.pigeon.quiver"),
+    # a cue later in the clause names the word; Chinese connectors ("换成了") start a run
+    ("The kiosk opens with pumice_lantern since we enabled the alphanumeric passcode.", "pumice_lantern"),
+    ("家里的 WiFi 换成了 marmot tulip cobweb hazel，记得重连。", "marmot tulip cobweb hazel"),
 ]
 CONTEXT_ORDINARY = [
     "the bug came from 9fceb02d0ae598e95dc970b74767f19372d61af8 which touched auth",
@@ -138,6 +141,8 @@ CONTEXT_ORDINARY = [
     "The password expired on Monday, so the job failed.",
     "The token is rotated by the nightly job.",
     "[7ffcc09a754ef5094bce9801ddfbb273e2a01ffd] Use select_for_update in cluster assignment",
+    "**Description** (this is what goes into the task):",
+    "The dashboard ran with skip-login enabled and a cluster-admin service account behind it.",
 ]
 
 

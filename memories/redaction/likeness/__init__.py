@@ -38,6 +38,7 @@ from memories.redaction.entropy import _UUID_RE, _path_like, _public_anywhere
 from memories.redaction.likeness import runs
 from memories.redaction.likeness.context import context_model
 from memories.redaction.likeness.model import likeness_model
+from memories.redaction.likeness.shapes import digest_shaped, public_shape, value_of
 from memories.redaction.names import stop_words
 from memories.redaction.naming import named_secret
 from memories.redaction.patterns import Finding, is_reference
@@ -93,15 +94,9 @@ _POD_RE = re.compile(r"^[a-z][a-z0-9-]*-[0-9a-f]{8,10}-[a-z0-9]{5}$")
 _PASSPHRASE_RE = re.compile(r"^[a-z]{3,}(?:[-_.][a-z]{3,}){2,}$")
 _ASSIGNED_RE = re.compile(r"[=:]\s*[\"']?$")
 _DOTTED_WORDS_RE = re.compile(r"^[A-Za-z][a-z]{2,}(?:\.[a-z]{3,}){2,}$")
-_NAMES_AFTER_RE = re.compile(r"\s*(?:[=:(\[]|\.\w)")  # a name, a call or an attribute follows: not a value
+_NAMES_AFTER_RE = re.compile(r"\s*[=:]|[(\[]|\.\w")  # an assignment, a call or an attribute follows: a name, not a value
 _USERINFO_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:(?P<password>[^\s/@]{3,})@[^\s/@]")
-_SWITCH_RE = re.compile(r"/[A-Za-z]{1,10}:(?!/)")
-_NAME_PREFIX_RE = re.compile(r"-{0,2}[A-Za-z_][\w.-]{0,60}[=:]")
-_ALGORITHM_PREFIX_RE = re.compile(r"(?i)^(?:sha\d*|md5|blake2[bs]?|h1|xxh\d*)[-:]")
-_TIMESTAMP_RE = re.compile(r"^\d{8}T\d{4,6}Z?$|^\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-]\d{2}:?\d{2})?$")
 _PINNED_RE = re.compile(r"@(?:sha\d+|sha|blake\w*|md5):[0-9a-fA-F]{16,}$")
-_FILE_RE = re.compile(r"^[\w.-]+\.(?:ya?ml|json|toml|ini|cfg|conf|env|py|js|mjs|ts|tsx|go|rs|java|kt|rb|php|sh|ps1|txt"
-                      r"|md|lock|xml|html|css|sql|log|pem|crt|cer|key|pub|p12|pfx|jks|csv|tf|tfvars|gradle|properties)$")
 _EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
 
 
@@ -111,25 +106,6 @@ _OBJECT_WORD_RE = re.compile(
     r"(?i)\b(?:message|customer|event|invoice|order|charge|subscription|payment|refund|ticket|issue|cursor"
     r"|transaction|tx|block|pod|node|instance|snapshot|volume|ami|bucket|object|record|row|account\s+id|user\s+id"
     r"|client\s+id|tenant\s+id|app\s+id|id|ids|sid)\b[\s:=#(\[\"'`]*$")
-
-
-def base64_text(value: str) -> str | None:
-    """What base64 encodes when it is text or structure — a sentence, JSON, a file's magic
-    (``%PDF``): data quoted in a lesson, not a key (``user:password``, basic auth, is neither)."""
-    import base64
-    import binascii
-
-    if len(value) < 8 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
-        return None
-    try:
-        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    if not all(c.isprintable() or c in "\n\t\r" for c in decoded):
-        return None
-    if re.search(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}|^\s*[{\[]\s*\"|^%PDF|^<\?xml|^GIF8|^[a-z]{3,}(?:[ _.-][a-z]{2,})*$", decoded):
-        return decoded
-    return None
 
 
 # Words between a cue and its value: plain words (values, punctuation and connectors aside).
@@ -176,45 +152,6 @@ def _in_code_list(text: str, line_start: int, start: int) -> bool:
 _CLAUSE_END_RE = re.compile(r"[;。；]|\.\s")
 _CODE_LIST_WINDOW = 400  # characters: a list of codes is short; a long line is not read from its start per token
 _CONTEXT_WINDOW = 200  # characters before a value that the tool, flag and public-word checks read
-
-
-def _digest_shaped(value: str) -> bool:
-    """Bare hex of the lengths commits, digests and ids have: 7–12 (short commits), 16 (GPG key and
-    trace span ids), 32, 40 and 64 characters (``0x`` and 64 is how a wallet's private key is
-    written: not one of them)."""
-    if value.lower().startswith("0x"):
-        return False
-    return 7 <= len(value) <= 12 or len(value) in (16, 32, 40, 64)
-
-
-def _value_of(token: str) -> tuple[str, int]:
-    """The value part of ``name=value`` / ``name:value`` / ``--flag=name:value`` (its offset in the
-    token), else the token."""
-    offset = 0
-    switch = _SWITCH_RE.match(token)  # a Windows tool's switch: xfreerdp /p:…, net use /user:…
-    if switch and switch.end() < len(token):
-        return token[switch.end():], switch.end()
-    while True:
-        match = _NAME_PREFIX_RE.match(token, offset)
-        if not match or match.end() >= len(token) or "//" in token[match.end() : match.end() + 2]:
-            return token[offset:], offset
-        offset = match.end()
-
-
-def _public_shape(value: str, before: str, holds_secret: Callable[[str], bool] | None) -> bool:
-    """Values whose shape or the characters just before say what they are: a digest with its
-    algorithm (``sha512-…``), a memory address or a status code (``0xC000006D``), a timestamp, a
-    template or variable reference (``{{ vault_secret }}``), a documented example key (AWS's
-    ``…EXAMPLE``), a file name, or base64 of plain text (unless ``holds_secret`` finds a secret in
-    what it encodes)."""
-    if _ALGORITHM_PREFIX_RE.match(value) or _TIMESTAMP_RE.match(value) or "EXAMPLE" in value:
-        return True
-    if value.lower().startswith("0x") and len(value) != 66:
-        return True
-    if before.rstrip().endswith(("{{", "${", "%(", "{%", "<%=")) or _FILE_RE.match(value):
-        return True
-    decoded = base64_text(value)
-    return decoded is not None and not (holds_secret and holds_secret(decoded))
 
 
 def names_secret(name: str) -> bool:
@@ -274,8 +211,25 @@ def _word_value(text: str, value: str, end: int) -> bool:
     """Could ``value``, a word in lower case or two or three joined, be a password of words? Not a
     word lessons or programs are written with, not a name that a call, an attribute or an
     assignment follows, not a secret's own name (``password_hash``)."""
+    model = context_model()
     return (len(value) >= 4 and bool(_WORD_VALUE_RE.fullmatch(value)) and not _NAMES_AFTER_RE.match(text, end)
-            and not names_secret(value) and not context_model().ordinary_word(value))
+            and not names_secret(value)  # joined words are a name if programs are named with them ("rapid_paper" is not)
+            and not model.ordinary_word(value)  # "cluster-admin", "read-only": words of prose, however joined
+            and not (_JOINED_RE.search(value) and model.names_a_thing(value)))
+
+
+_JOINED_RE = re.compile(r"[_.]")
+_EMPHASIS_RE = re.compile(r"(\*{1,2}|_{1,2})([^*_\s]+)\1")
+
+
+def _cue_later_in_clause(text: str, cues: list[tuple[int, int, str]], end: int) -> bool:
+    """Does a cue stand later in the clause, two words or more after the value ("the demo iPad
+    unlocks with … since we turned on the passcode")? A cue right after a word is the word's
+    noun ("riot key …"), not its name."""
+    after = _CLAUSE_END_RE.search(text, end, end + _CUE_WINDOW * 2)
+    high = after.start() if after else min(len(text), end + _CUE_WINDOW * 2)
+    return any(end <= cue_start and cue_end <= high and len(_BETWEEN_WORD_RE.findall(text, end, cue_start)) >= 2
+               for cue_start, cue_end, _ in cues)
 
 
 def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> list[tuple[int, int, str, str | None]]:
@@ -312,16 +266,19 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
         if _cue_before(text, cues, starts, match.start()) and any(c.isdigit() for c in match.group()):
             out.append((match.start(), match.end(), match.group(), "url"))
     for match in _CANDIDATE_RE.finditer(text):
-        token = match.group().rstrip(_TRAILING)
+        token, token_start = match.group().rstrip(_TRAILING), match.start()
+        emphasis = _EMPHASIS_RE.fullmatch(token)
+        if emphasis:  # markdown's **bold** or _italic_ around a word: the word
+            token, token_start = emphasis.group(2), token_start + emphasis.start(2)
         if len(token) < 4 or "REDACTED" in token or _PINNED_RE.search(token):
             continue  # too short to be anything, a marker, or an image pinned by its digest (…@sha256:…)
-        value, offset = _value_of(token)
-        start = match.start() + offset
+        value, offset = value_of(token)
+        start = token_start + offset
         end = start + len(value)
         if len(value) < 4 or (_PLAIN_RE.match(value) and not _PASSPHRASE_RE.match(value) and not (
                 value.isdigit() and _CODE_CUE_RE.search(text, max(0, start - _CUE_WINDOW), start))):
-            if _word_value(text, value, end) and cues and (
-                    _cue_before(text, cues, starts, start) or _CUE_AFTER_RE.match(text, end)):
+            if cues and _word_value(text, value, end) and (_cue_before(text, cues, starts, start) or _CUE_AFTER_RE.match(
+                    text, end) or _cue_later_in_clause(text, cues, end)):
                 out.append((start, end, value, "context-word"))  # "the printer's admin PIN is violet"
             continue  # plain words and numbers, except the digits of a backup code
         cue = _cue_before(text, cues, starts, start) if cues else None
@@ -352,11 +309,11 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             cue = _words_cue(value, cue)  # words joined by dots: a module's path, or a passphrase if the words around say so
             out.append((start, end, value, cue))  # (a path's shape, which the clause decides)
             continue
-        if reference or "://" in value or _EMAIL_RE.match(value) or _public_shape(value, text[max(0, start - 6) : start], holds_secret):
+        if reference or "://" in value or _EMAIL_RE.match(value) or public_shape(value, text[max(0, start - 6) : start], holds_secret):
             continue
         if value.startswith(("/", "./", "../", "~/", "\\", "$", "%", "@")) or _path_like(value) or _POD_RE.match(value):
             continue
-        if (_UUID_RE.match(value) or (_HEX_RE.match(value) and _digest_shaped(value))) and cue not in ("strong", "url"):
+        if (_UUID_RE.match(value) or (_HEX_RE.match(value) and digest_shaped(value))) and cue not in ("strong", "url"):
             cue = _context_cue(cue)  # a commit, a digest or an id unless the words around name a secret
         out.append((start, end, value, cue))
     return out

@@ -13,8 +13,9 @@ from memories.redaction.patterns import is_reference
 
 # A run starts after a connector or an opening quote: "is", "was", ":", "=", "to", "with", "as",
 # "是"… and ends where its clause does (punctuation, a quote, a line's end, a joining word).
-_CONNECTOR = r"(?:\b(?:is|was|are|were|to|with|as|be|now|into|using)\s+|[:=：]\s*|[是为用]\s*)[\"'“`]?"
-_JOINER = r"(?:and|but|then|so|for|on|in|at|after|before|since|because|which|until|when|while|from)\b"
+_CONNECTOR = (r"(?:\b(?:is|was|are|were|to|with|as|be|now|into|using|uses|used)\s+|[:=：]\s*"
+              r"|(?:[改换设]成|[改设]为)了?\s*|[是为用]\s*)[\"'“`]?")
+_JOINER = r"(?:and|but|then|so|for|on|in|at|as|after|before|since|because|which|until|when|while|from)\b"
 _WORD = rf"(?!{_JOINER})[A-Za-z][a-z]{{1,11}}\d{{0,4}}"
 # Possessive: a run takes every word up to a joining word, and is a value only if its clause ends there.
 _WORD_RUN_RE = re.compile(rf"{_CONNECTOR}(?P<run>{_WORD}(?:[ ._-]{_WORD}){{1,23}}+)"
