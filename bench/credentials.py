@@ -1,17 +1,21 @@
 """Credentials in sentences: how many come back after redaction, and what ordinary values are lost.
 
-    .venv/bin/python bench/credentials.py [--sets tune,fresh] [--misses tune] [--json]
+    .venv/bin/python bench/credentials.py [--sets tune,fresh] [--misses tune] [--prose [--show-prose]] [--json]
 
-Sets (tests/data/): ``secret_sentences.jsonl`` (**tune**: the detectors' thresholds were chosen on
-it) and ``secret_sentences_fresh.jsonl``, ``_fresh3``, ``_fresh4`` and ``_fresh5`` (**fresh** …
-**fresh5**: each written blind by someone who saw neither the detectors nor the other sets;
-never tuned on, their misses are not read). Each line:
+Sets (tests/data/): ``secret_sentences.jsonl``, ``_tune2`` and ``_tune3`` (**tune** … **tune3**:
+the detectors' thresholds were chosen on them, their misses read) and ``secret_sentences_fresh.jsonl``,
+``_fresh3`` … ``_fresh6`` (**fresh** … **fresh6**: each written blind by someone who saw neither
+the detectors nor the other sets; never tuned on, their misses are not read). Each line:
 ``{id, kind: secret|ordinary, family, lang, text, secrets: [...], keep: [...]}``.
 
 A secret **leaks** when the redacted text still holds it, or any piece of it of half its length
 (at least 6 characters). A kept value is **lost** when it is no longer in the text verbatim. An
 ordinary row is **changed** when redaction changed it at all. Texts are redacted as a memory's
 fields are (``Occasion.MEMORY``: every detector, names included).
+
+``--prose`` adds the cost curators see on ordinary writing: the share of sentences from the real
+sessions (``../shared/eval``, skipped when absent) and of the shipped lessons in which a credential
+is redacted, and what was taken.
 """
 
 from __future__ import annotations
@@ -65,6 +69,9 @@ def main() -> None:
     parser.add_argument("--misses", choices=["tune", "tune2", "tune3"], default=None, help="list the tuning set's leaks and losses")
     parser.add_argument("--without-likeness", action="store_true",
                         help="the detectors as they were before the learned secret-likeness score")
+    parser.add_argument("--prose", action="store_true",
+                        help="also the share of ordinary sentences (real sessions, shipped lessons) with a credential redacted")
+    parser.add_argument("--show-prose", action="store_true", help="list what --prose found")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     django_setup()
@@ -108,7 +115,79 @@ def main() -> None:
                 lost = [v for v in row.get("keep") or [] if v not in output]
                 if leaks or lost or (row["kind"] == "ordinary" and output != row["text"]):
                     print(f"\n{row['id']} {row['family']} leaks={leaks} lost={lost}\n  in:  {row['text']}\n  out: {output}")
+    if args.prose:
+        results["prose"] = prose_false_flags(show=args.show_prose)
     write_results("credentials", results, as_json=args.json)
+
+
+def _session_prose(limit: int = 1500) -> list[str]:
+    """Sentences the people and the agents wrote in the real Claude Code sessions (not tool
+    output), 30-300 characters, distinct, a fixed spread across the files."""
+    import hashlib
+    import re
+
+    from bench._common import eval_path
+    from ingestion.parsing import parse_jsonl
+
+    directory = eval_path("transcripts", "claude_code")
+    if directory is None:
+        return []
+    sentences: dict[str, None] = {}
+    for path in sorted(directory.glob("*.jsonl")):
+        for message in parse_jsonl(path.read_bytes()).messages:
+            if message.is_tool_result:
+                continue
+            for sentence in re.split(r"(?<=[.!?])\s+|\n+", message.text):
+                sentence = sentence.strip()
+                if 30 <= len(sentence) <= 300 and " " in sentence:
+                    sentences.setdefault(sentence, None)
+    return sorted(sentences, key=lambda s: hashlib.sha256(s.encode()).hexdigest())[:limit]
+
+
+def _shape(value: str) -> str:
+    if value.replace(" ", "").replace("-", "").isdigit():
+        return "digits"
+    if all(c in "0123456789abcdefABCDEF" for c in value) and len(value) >= 7:
+        return "hex"
+    if value.replace("_", "").replace("-", "").replace(".", "").replace(" ", "").isalpha():
+        return "words"
+    return "mixed"
+
+
+def prose_false_flags(show: bool) -> dict:
+    """The cost curators see: the share of ordinary sentences in which a credential is redacted,
+    and what was taken, by shape. Two corpora: sentences from the real sessions (never seen by the
+    detectors), and the lessons shipped with the hub (in-sample: the context model learns from
+    their values' clauses and its vocabulary holds their words)."""
+    import difflib
+
+    from memories.redaction.likeness.samples import shipped_texts
+    from memories.redaction.policy import Occasion, redact_for
+
+    out = {}
+    table = []
+    for name, texts in (("real-session sentences", _session_prose()), ("shipped lessons", list(shipped_texts()))):
+        if not texts:
+            table.append((name, "absent, skipped"))
+            continue
+        outputs = [r.text for r in redact_for(Occasion.MEMORY, texts)]
+        taken: Counter = Counter()
+        flagged = 0
+        for text, output in zip(texts, outputs, strict=True):
+            if "<REDACTED_CREDENTIAL>" not in output or "<REDACTED_CREDENTIAL>" in text:
+                continue
+            flagged += 1
+            matcher = difflib.SequenceMatcher(a=text, b=output, autojunk=False)
+            for op, a0, a1, b0, b1 in matcher.get_opcodes():
+                if op == "replace" and "REDACTED_CREDENTIAL" in output[b0:b1]:
+                    taken[_shape(text[a0:a1].strip("<>"))] += 1
+                    if show:
+                        print(f"FLAG {text[a0:a1]!r} in: {text[:160]}")
+        table.append((name, f"{flagged}/{len(texts)} = {flagged / len(texts):.4f} with a credential redacted; "
+                            f"taken by shape {dict(taken)}"))
+        out[name] = {"sentences": len(texts), "flagged": flagged, "share": flagged / len(texts), "taken": dict(taken)}
+    print_table("ordinary prose: credentials redacted where there are none", table)
+    return out
 
 
 if __name__ == "__main__":

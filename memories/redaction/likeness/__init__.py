@@ -63,8 +63,13 @@ CONTEXT_CUED_SCORE = 0.3
 # A single word after a cue ("the kiosk PIN is violet") is a password only where the clause reads as
 # one more clearly than a value of any other shape needs: the same words stand before ordinary ones.
 CONTEXT_WORD_SCORE = 0.75
+# Words written as one value (a run after a connector, words joined by dots) stand where prose does
+# ("add it with `helm repo add …`", "with tactile brown switches"): they need more than a code or hex.
+CONTEXT_WORDS_SCORE = 0.8
+PROSE_RUN_SHARE = 2 / 3  # of a run's words that lessons are written with: a noun phrase, unless a strong cue binds it
 _CONTEXT_THRESHOLDS = {"context": CONTEXT_ALONE_SCORE, "context-strong": CONTEXT_CUED_SCORE,
-                       "context-weak": CONTEXT_WEAK_SCORE, "context-word": CONTEXT_WORD_SCORE}
+                       "context-weak": CONTEXT_WEAK_SCORE, "context-word": CONTEXT_WORD_SCORE,
+                       "context-words": CONTEXT_WORDS_SCORE}
 MIN_LENGTH = 8  # characters of a value with no cue
 MIN_LENGTH_CUED = 8  # shorter values after a cue and a connector are prose.py's
 
@@ -128,7 +133,8 @@ _QUOTED_ARGUMENT_RE = re.compile(
     r"(?:^|\s)(?:-p|-P|-N|-a|-w|--pass(?:word|wd|phrase)?|-storepass|-keypass|-pw)[=\s]?\s*(?P<q>[\"'])(?P<value>[^\"'\n]{3,80})(?P=q)")
 _SECURE_STRING_RE = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?['\"]?$")
 _GROUPED_SEED_RE = re.compile(r"(?i)\b(?:[a-z2-7]{4}[ -]){3,}[a-z2-7]{4}\b")
-_CODE_WORD_RE = re.compile(r"(?i)\b(?:pins?|puk|codes?|otp|passcodes?|door|alarm|unlock\w*|disarm\w*|sms|text(?:ed)?)\b|码")
+_CODE_WORD_RE = re.compile(r"(?i)\b(?:pins?|puk|codes?|otp|passcodes?|door|alarm|unlock\w*|disarm\w*|sms|text(?:ed)?"
+                           r"|keypad|combination)\b|码")
 _CODE_CUE_RE = re.compile(r"(?i)(?:backup|recovery|2fa|mfa|one-time)[ _-]?codes?|恢复码|备用码|备用验证码|安全码")
 
 
@@ -176,14 +182,17 @@ def _cues(text: str) -> list[tuple[int, int, str]]:
 def _cue_before(text: str, cues: list[tuple[int, int, str]], starts: list[int], start: int) -> str | None:
     """The cue that binds the value at ``start``: on its line, within the window, with at most
     four plain words between ("the token that finally worked was …", not "its token instead of
-    the app id …")."""
+    the app id …"). A strong cue outranks a weak one ("login OTP=…" is bound by "OTP")."""
     low = _line_from(text, start, _CUE_WINDOW)
+    found = None
     for _cue_start, cue_end, kind in cues[bisect.bisect_left(starts, low):]:
         if cue_end > start:
             break
         if len(_BETWEEN_WORD_RE.findall(text, cue_end, start)) <= 4:
-            return kind
-    return None
+            if kind == "strong":
+                return kind
+            found = kind
+    return found
 
 
 def _context_cue(cue: str | None) -> str:
@@ -194,14 +203,16 @@ def _context_cue(cue: str | None) -> str:
 _WORD_SPLIT_RE = re.compile(r"[\s._-]+")
 
 
-def _words_cue(words: str, cue: str | None) -> str:
-    """The context model's call for words written as one value. Most of its words ones that lessons
-    and programs are not written with ("valley dagger turnip fossil eagle"): no sentence strings
-    four of them together, a passphrase; three, as after a strong cue. Else by the cue that binds it."""
-    unusual = context_model().unusual_words(words)
-    if unusual >= 4 and not any(w.lower() in stop_words() for w in _WORD_SPLIT_RE.split(words)):
-        return "phrase"  # (a run with a word of grammar in it, "masala dosa with coconut chutney", is a clause's)
-    return "context-strong" if unusual >= 3 else _context_cue(cue)
+def _words_cue(text: str, start: int, words: str, cue: str | None) -> str:
+    """The context model's call for words written as one value, by the cue that binds it — unless
+    four or more of its words, and two thirds of them, are ones that lessons and programs are not
+    written with, with no word of grammar between ("valley dagger turnip fossil eagle"): no
+    sentence strings such words together, a passphrase does. A command in backticks (`helm repo
+    add ingress-nginx`) is code, not a passphrase."""
+    if (context_model().unusual_words(words) >= 4 and text[start - 1 : start] != "`"
+            and not any(w.lower() in stop_words() for w in _WORD_SPLIT_RE.split(words))):
+        return "phrase"
+    return "context-strong" if cue == "strong" else "context-words"
 
 
 _WORD_VALUE_RE = re.compile(r"[a-z]{3,}(?:[_.-][a-z]{3,}){0,2}")
@@ -251,16 +262,15 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
         if names_secret(run) or context_model().names_a_thing(run):
             continue  # a name ("invalid_token", "round robin mode"), not a secret
         cue = _cue_before(text, cues, starts, start) if cues else None
-        if words >= 3 or cue == "strong":
-            out.append((start, end, run, _words_cue(run, cue)))
+        if cue == "strong" or (words >= 3 and not context_model().prose_words_share(run) >= PROSE_RUN_SHARE):
+            out.append((start, end, run, _words_cue(text, start, run, cue)))  # (prose: "with proper filtering based on")
     for start, end, digits in runs.digit_runs(text):
         cue = _cue_before(text, cues, starts, start) if cues else None
         if cue == "strong" or not _ASSIGNED_RE.search(text, max(0, start - 3), start):  # a setting's number is its name's call
             out.append((start, end, digits, _context_cue(cue)))
     for start, end, digits in runs.short_codes(text):  # a PIN, a door code — where the clause speaks of one
         if cues or _CODE_WORD_RE.search(text, _line_from(text, start, _CUE_WINDOW), start + _CUE_WINDOW):
-            if not _ASSIGNED_RE.search(text, max(0, start - 3), start):  # four digits are too short for a cue's lower bar
-                out.append((start, end, digits, "context"))
+            out.append((start, end, digits, "context"))  # four digits are too short for a cue's lower bar
     out.extend((start, end, words, "phrase") for start, end, words in runs.mnemonics(text))
     for match in _GROUPED_SEED_RE.finditer(text):
         if _cue_before(text, cues, starts, match.start()) and any(c.isdigit() for c in match.group()):
@@ -302,11 +312,11 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             if (not _PASSPHRASE_RE.match(value) or _NAMES_AFTER_RE.match(text, end) or names_secret(value)
                     or context_model().names_a_thing(value)):
                 continue  # a name ("aws_secret_access_key = …", "get_user_by_id(…"), not a value
-            cue = _words_cue(value, cue)  # a run of words is a passphrase only where the words around say so
+            cue = _words_cue(text, start, value, cue)  # a run of words is a passphrase only where the words around say so
         reference = is_reference(value)
         if (reference and cue != "url" and _DOTTED_WORDS_RE.match(value) and not _NAMES_AFTER_RE.match(text, end)
                 and not context_model().names_a_thing(value)):
-            cue = _words_cue(value, cue)  # words joined by dots: a module's path, or a passphrase if the words around say so
+            cue = _words_cue(text, start, value, cue)  # words joined by dots: a module's path, or a passphrase if the words around say so
             out.append((start, end, value, cue))  # (a path's shape, which the clause decides)
             continue
         if reference or "://" in value or _EMAIL_RE.match(value) or public_shape(value, text[max(0, start - 6) : start], holds_secret):

@@ -154,6 +154,12 @@ class ContextModel:
         unusual = sum(w not in self.common and w not in self.technical for w in words)
         return unusual if unusual * 3 >= 2 * len(words) else 0
 
+    def prose_words_share(self, value: str) -> float:
+        """The share of the words of ``value`` (three letters or more) that lessons or programs are
+        written with, each seen at least twice."""
+        words = [w.lower() for w in _WORDS_RE.split(value) if len(w) >= 3]
+        return sum(w in self.common or w in self.technical for w in words) / max(1, len(words))
+
     def technical_share(self, words: list[str]) -> float:
         """The share of ``words`` that programs are named with (a name, not a passphrase)."""
         return sum(len(w) <= 2 or w.lower() in self.technical for w in words) / max(1, len(words))
