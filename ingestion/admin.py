@@ -26,7 +26,7 @@ from agents.selectors import agents_of_spaces
 from core.admin_tools import HtmxHttpRequest, ReadOnlyAdmin, ViewerLinks, linked
 from ingestion.formats import ACCEPTED
 from ingestion.models import IngestJob, RawUpload, SegmentMemory, SessionRecord, TaskSegment
-from ingestion.selectors import job_progress
+from ingestion.selectors import job_progress, memory_source_messages
 from ingestion.services import IngestError
 from ingestion.services.accept import files_ingest, uploads_check
 from ingestion.services.work import work_retry
@@ -278,10 +278,14 @@ class TaskSegmentAdmin(SpaceScopedAdmin, RetryWork):
     def conversation_view(self, request: HtmxHttpRequest, segment_id: int) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        segment = get_object_or_404(TaskSegment.objects.filter(space_id__in=page_spaces(request))
+        spaces = page_spaces(request)
+        segment = get_object_or_404(TaskSegment.objects.filter(space_id__in=spaces)
                                     .only("pk", "messages", "index", "session_id"), pk=segment_id)
+        # Opened from a memory's page: mark the messages it came from.
+        sources = (memory_source_messages(segment=segment, memory_id=request.GET["memory"], space_ids=spaces)
+                   if request.GET.get("memory") else [])
         context = {**self.admin_site.each_context(request), "messages": segment.messages, "segment": segment,
-                   "title": f"Segment {segment.pk}: conversation", "opts": self.opts}
+                   "sources": sources, "title": f"{segment}: conversation", "opts": self.opts}
         template = "admin/ingestion/_conversation.html" if request.htmx else "admin/ingestion/conversation.html"
         return TemplateResponse(request, template, context)
 

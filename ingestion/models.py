@@ -161,7 +161,8 @@ class TaskSegment(WorkItem):
         ]
 
     def __str__(self) -> str:
-        return f"{self.session_id}#{self.index} {self.topic}"
+        """How every page names a segment: by its id, with the session and its place in it."""
+        return f"segment {self.pk} (session {self.session_id}, part {self.index + 1})"
 
 
 class SegmentMemory(models.Model):

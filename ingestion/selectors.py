@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -91,6 +92,48 @@ def job_progress(*, job: IngestJob) -> dict[str, Any]:
         for f in files
     )
     return {"job_id": str(job.pk), "created_at": job.created_at, "done": not pending, **totals, "files": files}
+
+
+_WORD_RE = re.compile(r"[^\W\d_]{3,}|[\u3400-\u9fff]{2}")
+SOURCE_SHARE = 0.25  # of a memory's distinct words a message must hold to be named its source
+SOURCE_LIMIT = 3
+
+
+def _words(text: str) -> set[str]:
+    from memories.redaction.names import stop_words
+
+    stops = stop_words()
+    return {w for w in (m.lower() for m in _WORD_RE.findall(text)) if w not in stops}
+
+
+def source_messages(messages: list[dict[str, Any]], texts: list[str]) -> list[int]:
+    """The positions of the messages a memory came from, best first: those holding the largest
+    share of its words (at least ``SOURCE_SHARE``, and half the best message's), at most
+    ``SOURCE_LIMIT``. Extraction keeps the words of the error, the fix and the correction it
+    read, so the messages that hold most of them are where the lesson was lived."""
+    wanted = _words(" ".join(texts))
+    if not wanted:
+        return []
+    shares = [(len(wanted & _words(str(m.get("text") or ""))) / len(wanted), i) for i, m in enumerate(messages)]
+    best = max((share for share, _ in shares), default=0.0)
+    chosen = sorted(((s, i) for s, i in shares if s >= SOURCE_SHARE and s >= best / 2), reverse=True)
+    return [i for _, i in chosen[:SOURCE_LIMIT]]
+
+
+def memory_source_messages(*, segment: TaskSegment, memory_id: Any, space_ids: list[int] | None) -> list[int]:
+    """``source_messages`` for a memory the segment gave (and the caller's spaces hold); none else."""
+    from django.core.exceptions import ValidationError
+
+    from memories.models import Memory
+
+    try:
+        memory = (_in_spaces(Memory.objects.filter(pk=memory_id, segment_links__segment=segment), space_ids)
+                  .values("content", "context", "resolution").first())
+    except (ValueError, ValidationError):  # not a memory's id
+        return []
+    if memory is None:
+        return []
+    return source_messages(segment.messages, [memory["content"], memory["context"], memory["resolution"]])
 
 
 def segment_outcome(segment: TaskSegment) -> str:

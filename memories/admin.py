@@ -255,7 +255,7 @@ class MemoryAdmin(RankedSearchMixin, admin_feedback.FeedbackPanelMixin, admin_ho
     def provenance_panel(self, memory: Memory) -> str:
         segment = memory.provenance.get("segment")
         if segment:
-            url = reverse("admin:ingestion_tasksegment_conversation", args=[segment])
+            url = reverse("admin:ingestion_tasksegment_conversation", args=[segment]) + f"?memory={memory.pk}"
             return format_html(
                 '<a class="hub-link" href="{}">segment {}</a> of <a class="hub-link" href="{}">session {}</a>'
                 '<div hx-get="{}" hx-trigger="load" hx-swap="innerHTML" class="hub-conversation">'

@@ -528,3 +528,37 @@ def test_the_printed_password_is_good_for_the_first_login_only(client):
     assert client.get(reverse("admin:index")).status_code == 200
     assert "one-time" not in client.get(reverse("admin:password_change")).content.decode()  # her own now
     assert not FirstPassword.objects.exists()
+
+
+def test_a_memory_opens_its_conversation_with_the_messages_it_came_from_marked(
+        admin_client_role, agent, django_capture_on_commit_callbacks):
+    from ingestion.models import SegmentMemory
+
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client_role.post(reverse("admin:ingestion_ingestjob_upload"),
+                               {"agent": agent.pk, "session_files": [_session_file("a.jsonl")]})
+    link = SegmentMemory.objects.select_related("segment").first()
+    assert link is not None, "the session gave no memory"
+    page = admin_client_role.get(reverse("admin:memories_memory_change", args=[link.memory_id])).content.decode()
+    url = reverse("admin:ingestion_tasksegment_conversation", args=[link.segment_id])
+    assert f"{url}?memory={link.memory_id}" in page
+    marked = admin_client_role.get(url, {"memory": str(link.memory_id)}, HTTP_HX_REQUEST="true").content.decode()
+    assert marked.count("source of this memory") >= 1 and "data-first-source" in marked
+    plain = admin_client_role.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "source of this memory" not in plain
+    assert "source of this memory" not in admin_client_role.get(url, {"memory": "not-an-id"},
+                                                                 HTTP_HX_REQUEST="true").content.decode()
+    assert str(link.segment) == f"segment {link.segment_id} (session {link.segment.session_id}, part {link.segment.index + 1})"
+
+
+def test_the_source_messages_are_those_holding_most_of_the_memory():
+    from ingestion.selectors import source_messages
+
+    messages = [{"role": "user", "text": "the deploy is slow today"},
+                {"role": "tool", "text": "ERROR: psycopg2 OperationalError could not connect to server on port 6432"},
+                {"role": "assistant", "text": "pgbouncer listens on 6432; point DATABASE_URL at port 6432 and restart"},
+                {"role": "user", "text": "thanks"}]
+    memory = ["psycopg2 OperationalError could not connect to server",
+              "pgbouncer listens on 6432: point DATABASE_URL at it"]
+    assert sorted(source_messages(messages, memory)) == [1, 2]
+    assert source_messages(messages, [""]) == []

@@ -119,6 +119,13 @@ def test_admin_uploads_two_sessions_and_watches_the_job_finish(browser, live_ser
         admin.go(path)
         assert admin.page.locator("text=Server Error").count() == 0
         admin.shot("admin" + path.rstrip("/").replace("/admin", "").replace("/", "-"))
+    # A memory from the session: its page loads the conversation with the messages it came from marked.
+    from ingestion.models import SegmentMemory
+
+    link = SegmentMemory.objects.first()
+    admin.go(f"/admin/memories/memory/{link.memory_id}/change/")
+    admin.page.wait_for_selector(".hub-message-source", timeout=30_000)
+    admin.shot("memory-conversation-source")
     admin.check_clean()
 
 

@@ -15,6 +15,14 @@
       select.form.submit();
     }
   });
+  // A conversation opened from a memory scrolls to the first message the memory came from.
+  function showSource(root) {
+    const first = root.querySelector && root.querySelector("[data-first-source]");
+    const box = first && first.closest(".hub-conversation");
+    if (box) { box.scrollTop = first.offsetTop - box.offsetTop - 8; }
+  }
+  document.addEventListener("htmx:afterSettle", function (event) { showSource(event.target); });
+  document.addEventListener("DOMContentLoaded", function () { showSource(document); });
   // Several session files can be chosen at once: list them all beside the button.
   document.addEventListener("change", function (event) {
     const input = event.target;
