@@ -92,6 +92,10 @@ def _people(text: str, findings: list[Finding]) -> list[Finding]:
 _USERINFO_BEFORE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:[^\s/@]*$")
 
 
+# What personal-data detectors find: a card or a phone number is not judged by its characters' variety.
+_PERSONAL = frozenset({"PERSON", "USER", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS", "US_SSN",
+                       "CN_ID_CARD", "CN_MOBILE", "LOCATION", "DATE_TIME", "NRP", "URL"})
+
 # Detectors that guess from randomness or a cue word; the sentence's own name for the value overrules them.
 _GUESSES = frozenset({"entropy", "likeness", "prose", "detect-secrets"})
 
@@ -102,7 +106,7 @@ def _dropped(text: str, finding: Finding) -> bool:
     if finding.tag == "PERSON":
         return False
     value = text[finding.start : finding.end]
-    if naming.documented_example(value):
+    if naming.documented_example(value) or (finding.tag not in _PERSONAL and naming.stand_in(value)):
         return True
     if finding.source in _GUESSES and naming.named_public(text, finding.start, value):
         return True

@@ -121,3 +121,29 @@ def named_secret(text: str, start: int) -> bool:
 def documented_example(value: str) -> bool:
     """A vendor's documented example credential (``AKIAIOSFODNN7EXAMPLE``): published, not a secret."""
     return len(value) >= 16 and bool(_EXAMPLE_RE.fullmatch(value))
+
+
+_RUN_RE = re.compile(r"[A-Za-z0-9]+")
+
+
+def _filler(run: str) -> bool:
+    """One character repeated (``xxxx``, ``0000``), or after a letter (``T00000000``)."""
+    distinct = len(set(run.lower()))
+    return len(run) >= 4 and (distinct == 1 or (len(run) >= 8 and distinct == 2))
+
+
+def stand_in(value: str) -> bool:
+    """Is ``value`` a credential's shape with nothing secret in it: a short prefix and a filler
+    (``ghp_xxxxxxxxxxxx``, ``sk-...``, ``T00000000/B00000000/XXXXXXXX``), a run of one digit
+    (``0000``), or placeholders in a URL (``postgres://<user>:<password>@<host>``)?"""
+    from memories.redaction.patterns import is_reference
+
+    if "<" in value and ">" in value and is_reference(value.split("@")[0].split("//")[-1].split(":")[-1]):
+        return True
+    runs = _RUN_RE.findall(value)
+    if not runs:
+        return False
+    if all(run.isdigit() for run in runs):
+        return len(set("".join(runs))) == 1 and len("".join(runs)) >= 4
+    filled = any(_filler(run) for run in runs) or "..." in value or "\u2026" in value
+    return filled and all(len(run) <= 4 or _filler(run) for run in runs)
