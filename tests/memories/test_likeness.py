@@ -123,6 +123,7 @@ CONTEXT_SECRETS = [  # shapes the characters cannot tell: the clause decides
     ("Log into the lab router as admin with the password lantern.", "lantern"),
     ("路由器管理密码改成了 cobalt-river。", "cobalt-river"),
     ("The SIM's PUK is 61093385 if the phone locks again.", "61093385"),
+    ("Duo pushed 584 120 and the login went through.", "584 120"),
     # words no lesson strings together, whatever the clause around them
     ("Switch the restic repository to cobweb tulip walrus marmot before Friday's handover.",
      "cobweb tulip walrus marmot"),

@@ -135,6 +135,10 @@ _SECURE_STRING_RE = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?['\
 _GROUPED_SEED_RE = re.compile(r"(?i)\b(?:[a-z2-7]{4}[ -]){3,}[a-z2-7]{4}\b")
 _CODE_WORD_RE = re.compile(r"(?i)\b(?:pins?|puk|codes?|otp|passcodes?|door|alarm|unlock\w*|disarm\w*|sms|text(?:ed)?"
                            r"|keypad|combination)\b|码")
+# A one-time code's shape (six digits, whole or as two groups of three) and the words around one.
+_OTP_RE = re.compile(r"\d{6}|\d{3}[ -]\d{3}")
+_OTP_WORD_RE = re.compile(r"(?i)\b(?:codes?|otp|one-time|2fa|mfa|totp|authenticator|authy|duo|okta|verify|verification"
+                          r"|sms|text(?:ed)?|passcode)\b|验证码|动态码|短信")
 _CODE_CUE_RE = re.compile(r"(?i)(?:backup|recovery|2fa|mfa|one-time)[ _-]?codes?|恢复码|备用码|备用验证码|安全码")
 
 
@@ -266,6 +270,9 @@ def candidates(text: str, holds_secret: Callable[[str], bool] | None = None) -> 
             out.append((start, end, run, _words_cue(text, start, run, cue)))  # (prose: "with proper filtering based on")
     for start, end, digits in runs.digit_runs(text):
         cue = _cue_before(text, cues, starts, start) if cues else None
+        if cue != "strong" and _OTP_RE.fullmatch(digits) and _OTP_WORD_RE.search(
+                text, _line_from(text, start, _CUE_WINDOW), end + _CUE_WINDOW):
+            cue = "strong"  # six digits where the clause speaks of a one-time code: "Authy showed 271 044"
         if cue == "strong" or not _ASSIGNED_RE.search(text, max(0, start - 3), start):  # a setting's number is its name's call
             out.append((start, end, digits, _context_cue(cue)))
     for start, end, digits in runs.short_codes(text):  # a PIN, a door code — where the clause speaks of one
