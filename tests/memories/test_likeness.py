@@ -124,6 +124,10 @@ CONTEXT_SECRETS = [  # shapes the characters cannot tell: the clause decides
     ("路由器管理密码改成了 cobalt-river。", "cobalt-river"),
     ("The SIM's PUK is 61093385 if the phone locks again.", "61093385"),
     ("Duo pushed 584 120 and the login went through.", "584 120"),
+    # openssl's key and password arguments
+    ("Decrypt with openssl enc -d -aes-128-cbc -K 9b1f0c2d7e4a5b6c8d9e0f1a2b3c4d5e -in logs.enc",
+     "9b1f0c2d7e4a5b6c8d9e0f1a2b3c4d5e"),
+    ("openssl pkcs12 -export -in cert.pem -out bundle.p12 -passout pass:Hunter2Secret", "Hunter2Secret"),
     # words no lesson strings together, whatever the clause around them
     ("Switch the restic repository to cobweb tulip walrus marmot before Friday's handover.",
      "cobweb tulip walrus marmot"),

@@ -122,7 +122,8 @@ _TOOL_RE = re.compile(
     r"(?i)\b(?:mysql\w*|mariadb|sshpass|ssh-keygen|ldap(?:search|modify|add|delete|whoami|passwd)|redis-cli|docker\s+login|podman\s+login|xfreerdp|rdesktop|keytool|jarsigner"
     r"|sqlcmd|bcp|psql|mongo(?:sh|dump|restore)?|htpasswd|smbclient|openssl|curl|wget|mosquitto_\w+|rabbitmqctl)\b")
 _TOOL_FLAG_RE = re.compile(
-    r"(?:^|\s)(?:-p|-P|-a|-w|--pass(?:word|wd)?|--auth|-storepass|-keypass|-srcstorepass|-deststorepass|/p|/pass|-pw)"
+    r"(?:^|\s)(?:-p|-P|-a|-w|--pass(?:word|wd)?|--auth|-storepass|-keypass|-srcstorepass|-deststorepass|/p|/pass|-pw"
+    r"|-K|-k|-pass\s+pass:|-passin\s+pass:|-passout\s+pass:)"  # openssl's key, password and pass:… arguments
     r"(?:[=:]|\s+)?['\"]?$")
 # An authenticator's setup key written in groups ("jeep urt6 5i6t 3lb3 …") and recovery codes.
 # A value right before the words that name it: "used Adm1n as its password", "X is the passphrase".
