@@ -1,5 +1,6 @@
 """Judgement: a cluster's topic label — with an LLM, its 3-8 words in the members' language;
-offline (and when the LLM fails), the members' most distinctive keywords by TF-IDF. The one
+offline (and when the LLM fails), the first sentence of the member that holds the most of the
+cluster's distinctive keywords (TF-IDF), cut to a heading's length. The one
 place a cluster is named: a new cluster on upload, the rebuild, and the pipeline's relabelling
 all ask ``cluster_label`` (docs/flow.md#topics)."""
 
@@ -67,7 +68,8 @@ def cluster_label(texts: list[str], *, corpus: Corpus | None = None, summaries: 
         return topic
     # No corpus: every term counts as rare (one document holding none), so frequency alone ranks.
     frequency, documents = corpus.counts() if corpus is not None else (Counter(), 1)
-    return _keyword_topic(texts, frequency, documents) or fallback
+    keywords = _keywords(texts, frequency, documents)
+    return _phrase_topic(texts, keywords) or " · ".join(keywords)[:MAX_CHARS] or fallback
 
 
 def _terms(text: str) -> list[str]:
@@ -79,7 +81,33 @@ def _terms(text: str) -> list[str]:
     return out
 
 
-def _keyword_topic(member_texts: Iterable[str], document_frequency: Counter, documents: int) -> str:
+_CLAUSE_END_RE = re.compile(r"[.;!?](?:\s|$)|\n|[。；！？]| — ")
+LABEL_CHARS = 60  # a phrase read as a heading (MEMORY.md) and in lists
+
+
+def _phrase_topic(member_texts: list[str], keywords: list[str]) -> str:
+    """The cluster named in words its members wrote: the first sentence of the member holding the
+    most of the cluster's keywords (the first such member among equals), cut at a word within
+    ``LABEL_CHARS``. A list of keywords ("build · docker · find · flask") names nothing a reader
+    can scan; a member's own sentence does."""
+    wanted = set(keywords)
+    best: tuple[int, str] | None = None
+    for text in member_texts:
+        clause = _CLAUSE_END_RE.split(" ".join(text.split()), maxsplit=1)[0].strip(" :,-")
+        if len(clause) < 8:
+            continue
+        hits = len(wanted & set(_terms(clause)))
+        if best is None or hits > best[0]:
+            best = (hits, clause)
+    if best is None or (wanted and best[0] == 0):
+        return ""
+    clause = best[1]
+    if len(clause) > LABEL_CHARS:
+        clause = clause[:LABEL_CHARS].rsplit(" ", 1)[0].rstrip(" :,;-(") + "…"
+    return clause
+
+
+def _keywords(member_texts: Iterable[str], document_frequency: Counter, documents: int) -> list[str]:
     """The cluster's most distinctive terms: frequent in its members, rare elsewhere (TF-IDF)."""
     tf: Counter = Counter()
     present: Counter = Counter()
@@ -101,7 +129,7 @@ def _keyword_topic(member_texts: Iterable[str], document_frequency: Counter, doc
         chosen.append(term)
         if len(chosen) == KEYWORDS:
             break
-    return " · ".join(chosen)[:MAX_CHARS]
+    return chosen
 
 
 def _validate_topic(data: Any) -> str:

@@ -303,22 +303,34 @@ def test_relabelling_takes_the_llms_topic_without_reading_the_hub(openai_llm, dj
     assert openai_llm.asked_kinds() == ["cluster_topic"]
 
 
-def test_relabelling_falls_back_to_keywords_when_the_llm_fails(openai_llm):
+def test_relabelling_falls_back_to_a_members_sentence_when_the_llm_fails(openai_llm):
     cluster = _fill(3)[0].cluster_member.cluster
     make(unit((5, 1.0)), content="Redis connection reset by peer when the pool is exhausted")
     openai_llm.script("garbage", (500, {}), "{}")
     topic = services.cluster_relabel(cluster_id=cluster.pk)
     assert openai_llm.asked_kinds() == ["cluster_topic"] * 3
-    terms = topic.split(" · ")
-    assert len(terms) == 4 and {"django", "postgresql", "docker"} & set(terms), topic
-    assert not {"redis", "the", "case"} & set(terms), topic
+    # the members' own first sentence, cut to a heading's length; never the outsider's
+    assert topic.startswith("Django cannot reach PostgreSQL at start-up") and len(topic) <= 61, topic
+    assert "Redis" not in topic and " · " not in topic
 
 
 def test_a_new_cluster_is_named_offline_by_its_first_memory(openai_llm):
     cluster = make(unit((0, 1.0)), content="kubectl apply fails: field is immutable", context="Deployment selector") \
         .cluster_member.cluster
-    assert cluster.topic == "apply · deployment · field · immutable"  # equal weights: alphabetical
+    assert cluster.topic == "kubectl apply fails: field is immutable"
     assert openai_llm.asked_kinds() == []
+
+
+def test_an_offline_label_is_the_sentence_holding_the_clusters_keywords():
+    from clusters.judgements.label import cluster_label
+
+    texts = ["Thanks, that helped a lot with everything today.",
+             "pip install fails inside docker build: could not find a version. Pass --network host.",
+             "docker build cannot reach PyPI behind the proxy; set HTTP_PROXY as a build arg."]
+    label = cluster_label(texts)
+    assert label.startswith(("pip install fails inside docker build", "docker build cannot reach PyPI")), label
+    long = cluster_label(["word " * 40])
+    assert len(long) <= 61 and long.endswith("…")
 
 
 def test_api_permissions_and_reads(api, curator_api):
