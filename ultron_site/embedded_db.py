@@ -16,10 +16,12 @@ version in every database on every start (``ALTER EXTENSION vector UPDATE``).
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from pathlib import Path
 
 DATABASE_NAME = "ultron"
+STOP_WAIT_SECONDS = 60  # pg_ctl -w's own default
 
 # platformdirs warns whenever XDG_RUNTIME_DIR is unset (CI, root shells); the server package asks it
 # for a lock directory on import and on use. The fallback it picks is fine here.
@@ -328,8 +330,14 @@ def stop(data_dir: Path) -> None:
     pgdata = pgdata_path(data_dir)
     try:
         _pg("pg_ctl", ["-w", "-m", "fast", "-D", str(pgdata), "stop"], major=data_major(pgdata) or TARGET_MAJOR)
-    except subprocess.CalledProcessError as exc:  # already stopping or gone
-        logger.warning("embedded PostgreSQL did not stop cleanly: %s", exc)
+    except subprocess.CalledProcessError as exc:
+        # Already stopping: another process's stop, or the server library's own when the last
+        # process using it exited. Wait for that shutdown to finish, as pg_ctl -w would have.
+        deadline = time.monotonic() + STOP_WAIT_SECONDS
+        while is_running(data_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if is_running(data_dir):
+            logger.warning("embedded PostgreSQL did not stop cleanly: %s", exc)
 
 
 def _running_as_root() -> bool:
