@@ -160,3 +160,26 @@ def bench_texts(limit: int) -> list[str]:
         if line.strip():
             seen.setdefault(line.strip(), None)
     return list(seen)[:limit]
+
+
+def session_pieces(split, *, tool_results: bool, keep, limit: int) -> list[str]:
+    """Distinct pieces of the real Claude Code sessions' messages (``tool_results``: tool output
+    only, else only what the people and the agents wrote), cut by ``split`` and kept where ``keep``
+    says, in a fixed spread across the files (ordered by their hash); none when ../shared/eval is
+    absent."""
+    import hashlib
+
+    from ingestion.parsing import parse_jsonl
+
+    directory = eval_path("transcripts", "claude_code")
+    if directory is None:
+        return []
+    pieces: dict[str, None] = {}
+    for path in sorted(directory.glob("*.jsonl")):
+        for message in parse_jsonl(path.read_bytes()).messages:
+            if message.is_tool_result == tool_results:
+                for piece in split(message.text):
+                    if keep(piece.strip()):
+                        pieces.setdefault(piece.strip(), None)
+    return sorted(pieces, key=lambda piece: hashlib.sha256(piece.encode()).hexdigest())[:limit]
+

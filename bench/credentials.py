@@ -123,25 +123,12 @@ def main() -> None:
 def _session_prose(limit: int = 1500) -> list[str]:
     """Sentences the people and the agents wrote in the real Claude Code sessions (not tool
     output), 30-300 characters, distinct, a fixed spread across the files."""
-    import hashlib
     import re
 
-    from bench._common import eval_path
-    from ingestion.parsing import parse_jsonl
+    from bench._common import session_pieces
 
-    directory = eval_path("transcripts", "claude_code")
-    if directory is None:
-        return []
-    sentences: dict[str, None] = {}
-    for path in sorted(directory.glob("*.jsonl")):
-        for message in parse_jsonl(path.read_bytes()).messages:
-            if message.is_tool_result:
-                continue
-            for sentence in re.split(r"(?<=[.!?])\s+|\n+", message.text):
-                sentence = sentence.strip()
-                if 30 <= len(sentence) <= 300 and " " in sentence:
-                    sentences.setdefault(sentence, None)
-    return sorted(sentences, key=lambda s: hashlib.sha256(s.encode()).hexdigest())[:limit]
+    return session_pieces(lambda text: re.split(r"(?<=[.!?])\s+|\n+", text), tool_results=False, limit=limit,
+                          keep=lambda sentence: 30 <= len(sentence) <= 300 and " " in sentence)
 
 
 def _shape(value: str) -> str:

@@ -13,7 +13,6 @@ redaction), and throughput in characters per second next to the embedding model 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._common import django_setup, eval_path, print_table, skip, write_results  # noqa: E402
+from bench._common import django_setup, eval_path, print_table, session_pieces, skip, write_results  # noqa: E402
 
 TARGETS = ["EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS", "US_SSN", "PERSON"]
 _TAG_RE = re.compile(r"<[A-Z][A-Z0-9_]*>")
@@ -216,22 +215,9 @@ def secret_families(rows: list, figures: dict, leaks: list) -> None:
 def _session_lines(limit: int = 400) -> list[str]:
     """Ordinary technical lines from the real Claude Code sessions: tool output and commands,
     20-200 characters, distinct, a fixed spread across the files."""
-    from ingestion.parsing import parse_jsonl
-
-    directory = eval_path("transcripts", "claude_code")
-    if directory is None:
-        return []
-    lines: dict[str, None] = {}
-    for path in sorted(directory.glob("*.jsonl")):
-        for message in parse_jsonl(path.read_bytes()).messages:
-            if not message.is_tool_result:
-                continue
-            for line in message.text.splitlines():
-                line = line.strip()
-                if 20 <= len(line) <= 200 and re.search(r"[/=:(\d]", line) and not line.startswith("[tool"):
-                    lines.setdefault(line, None)
-    ordered = sorted(lines, key=lambda line: hashlib.sha256(line.encode()).hexdigest())
-    return ordered[:limit]
+    return session_pieces(str.splitlines, tool_results=True, limit=limit,
+                          keep=lambda line: 20 <= len(line) <= 200 and bool(re.search(r"[/=:(\d]", line))
+                          and not line.startswith("[tool"))
 
 
 def false_flags(rows: list, figures: dict, show: bool) -> None:
