@@ -100,10 +100,9 @@ SOURCE_LIMIT = 3
 
 
 def _words(text: str) -> set[str]:
-    from memories.redaction.names import stop_words
+    from spacy.lang.en.stop_words import STOP_WORDS  # loaded already where the hub redacts
 
-    stops = stop_words()
-    return {w for w in (m.lower() for m in _WORD_RE.findall(text)) if w not in stops}
+    return {w for w in (m.lower() for m in _WORD_RE.findall(text)) if w not in STOP_WORDS}
 
 
 def source_messages(messages: list[dict[str, Any]], texts: list[str]) -> list[int]:
