@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from memories.providers.llm import InvalidReply, LLMError, get_llm
+from memories.text import first_sentence
 
 # A label is read in lists and on the cluster page: at most 80 characters, whichever path wrote it.
 MAX_CHARS = 80
@@ -81,7 +82,6 @@ def _terms(text: str) -> list[str]:
     return out
 
 
-_CLAUSE_END_RE = re.compile(r"[.;!?](?:\s|$)|\n|[。；！？]| — ")
 LABEL_CHARS = 60  # a phrase read as a heading (MEMORY.md) and in lists
 
 
@@ -93,7 +93,7 @@ def _phrase_topic(member_texts: list[str], keywords: list[str]) -> str:
     wanted = set(keywords)
     best: tuple[int, str] | None = None
     for text in member_texts:
-        clause = _CLAUSE_END_RE.split(" ".join(text.split()), maxsplit=1)[0].strip(" :,-")
+        clause = first_sentence(text).rstrip(".。").strip(" :,-")
         if len(clause) < 8:
             continue
         hits = len(wanted & set(_terms(clause)))

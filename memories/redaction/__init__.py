@@ -44,10 +44,9 @@ from memories.redaction import (
     vendors,
 )
 from memories.redaction.likeness.shapes import base64_text
-from memories.redaction.patterns import Finding
+from memories.redaction.patterns import MARKER_RE, Finding
 
 CJK_THRESHOLD = 0.2
-_MARKER_RE = re.compile(r"<[A-Z][A-Z0-9_]*>")
 _TAG_FOR_ENTITY = {"IBAN_CODE": "IBAN_CODE"}
 
 
@@ -135,7 +134,7 @@ def _widest_credentials(findings: list[Finding]) -> list[Finding]:
 
 def _resolve(text: str, findings: list[Finding]) -> list[Finding]:
     """Keep non-overlapping findings: highest score first, then the longest."""
-    markers = [m.span() for m in _MARKER_RE.finditer(text)]
+    markers = [m.span() for m in MARKER_RE.finditer(text)]
     kept: list[Finding] = []
     findings = _widest_credentials([f for f in findings if not _dropped(text, f)])
     for finding in sorted(findings, key=lambda f: (-f.score, -(f.end - f.start), f.start)):

@@ -70,6 +70,8 @@ def _valid_jwt(token: str) -> bool:
     return _b64json(header) and _b64json(payload)
 
 
+# The marker a redacted value leaves in the text (``<REDACTED_CREDENTIAL>``, ``<PERSON>``).
+MARKER_RE = re.compile(r"<[A-Z][A-Z0-9_]*>")
 _PLACEHOLDER_RE = re.compile(
     r"^(?:[$%{<\[(]|.*\$\{|.*\{\{)|(?:insert|your[_-]|xxxx|changeme|placeholder|redacted|example\.com|\*\*\*"
     r"|replace[_-]?me|fill[_-]?me[_-]?in|to[_-]?be[_-]?set|^todo$|^tbd$)",

@@ -36,12 +36,12 @@ from collections.abc import Callable
 
 from memories.redaction.entropy import _UUID_RE, _path_like, _public_anywhere
 from memories.redaction.likeness import runs
-from memories.redaction.likeness.context import context_model
+from memories.redaction.likeness.context import context_model, split_words
 from memories.redaction.likeness.model import likeness_model
 from memories.redaction.likeness.shapes import digest_shaped, public_shape, value_of
 from memories.redaction.names import stop_words
 from memories.redaction.naming import named_secret
-from memories.redaction.patterns import Finding, is_reference
+from memories.redaction.patterns import MARKER_RE, Finding, is_reference
 
 TAG = "REDACTED_CREDENTIAL"
 SCORE = 0.7  # below the rules that name what they found: where they agree, theirs is kept
@@ -134,12 +134,12 @@ _QUOTED_ARGUMENT_RE = re.compile(
     r"(?:^|\s)(?:-p|-P|-N|-a|-w|--pass(?:word|wd|phrase)?|-storepass|-keypass|-pw)[=\s]?\s*(?P<q>[\"'])(?P<value>[^\"'\n]{3,80})(?P=q)")
 _SECURE_STRING_RE = re.compile(r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?['\"]?$")
 _GROUPED_SEED_RE = re.compile(r"(?i)\b(?:[a-z2-7]{4}[ -]){3,}[a-z2-7]{4}\b")
-_CODE_WORD_RE = re.compile(r"(?i)\b(?:pins?|puk|codes?|otp|passcodes?|door|alarm|unlock\w*|disarm\w*|sms|text(?:ed)?"
-                           r"|keypad|combination)\b|码")
+_CODES = r"codes?|otp|passcodes?|sms|text(?:ed)?"  # words of any code's clause
+_CODE_WORD_RE = re.compile(rf"(?i)\b(?:{_CODES}|pins?|puk|door|alarm|unlock\w*|disarm\w*|keypad|combination)\b|码")
 # A one-time code's shape (six digits, whole or as two groups of three) and the words around one.
 _OTP_RE = re.compile(r"\d{6}|\d{3}[ -]\d{3}")
-_OTP_WORD_RE = re.compile(r"(?i)\b(?:codes?|otp|one-time|2fa|mfa|totp|authenticator|authy|duo|okta|verify|verification"
-                          r"|sms|text(?:ed)?|passcode)\b|验证码|动态码|短信")
+_OTP_WORD_RE = re.compile(rf"(?i)\b(?:{_CODES}|one-time|2fa|mfa|totp|authenticator|authy|duo|okta|verify|verification)\b"
+                          r"|验证码|动态码|短信")
 _CODE_CUE_RE = re.compile(r"(?i)(?:backup|recovery|2fa|mfa|one-time)[ _-]?codes?|恢复码|备用码|备用验证码|安全码")
 
 
@@ -171,15 +171,12 @@ def names_secret(name: str) -> bool:
     return bool(name) and any(_CUE_RE.finditer(name.replace("_", " ").replace("-", " ")))
 
 
-_MARKER_RE = re.compile(r"<[A-Z][A-Z0-9_]*>")
-
-
 def _cues(text: str) -> list[tuple[int, int, str]]:
     """Every cue of ``text``, once: (start, end, ``strong`` / ``weak``); none inside the marker of
     a value already redacted (``<REDACTED_CREDENTIAL>`` names no value after it)."""
     cues = [(m.start(), m.end(), "weak" if m.group("weak") else "strong") for m in _CUE_RE.finditer(text)]
     if cues and "<" in text:
-        markers = [m.span() for m in _MARKER_RE.finditer(text)]
+        markers = [m.span() for m in MARKER_RE.finditer(text)]
         cues = [c for c in cues if not any(a <= c[0] < b for a, b in markers)]
     return cues
 
@@ -205,9 +202,6 @@ def _context_cue(cue: str | None) -> str:
     return {"strong": "context-strong", "weak": "context-weak"}.get(cue or "", "context")
 
 
-_WORD_SPLIT_RE = re.compile(r"[\s._-]+")
-
-
 def _words_cue(text: str, start: int, words: str, cue: str | None) -> str:
     """The context model's call for words written as one value, by the cue that binds it — unless
     four or more of its words, and two thirds of them, are ones that lessons and programs are not
@@ -215,7 +209,7 @@ def _words_cue(text: str, start: int, words: str, cue: str | None) -> str:
     sentence strings such words together, a passphrase does. A command in backticks (`helm repo
     add ingress-nginx`) is code, not a passphrase."""
     if (context_model().unusual_words(words) >= 4 and text[start - 1 : start] != "`"
-            and not any(w.lower() in stop_words() for w in _WORD_SPLIT_RE.split(words))):
+            and not any(w.lower() in stop_words() for w in split_words(words))):
         return "phrase"
     return "context-strong" if cue == "strong" else "context-words"
 
@@ -229,9 +223,9 @@ def _word_value(text: str, value: str, end: int) -> bool:
     assignment follows, not a secret's own name (``password_hash``)."""
     model = context_model()
     return (len(value) >= 4 and bool(_WORD_VALUE_RE.fullmatch(value)) and not _NAMES_AFTER_RE.match(text, end)
-            and not names_secret(value)  # joined words are a name if programs are named with them ("rapid_paper" is not)
+            and not names_secret(value)
             and not model.ordinary_word(value)  # "cluster-admin", "read-only": words of prose, however joined
-            and not (_JOINED_RE.search(value) and model.names_a_thing(value)))
+            and not (_JOINED_RE.search(value) and model.names_a_thing(value)))  # joined: a name of a program's words
 
 
 _JOINED_RE = re.compile(r"[_.]")

@@ -65,6 +65,11 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
+def split_words(value: str) -> list[str]:
+    """The words of a value written as one (``maple.river``, ``cedar_cotton``, ``a b``)."""
+    return [w for w in _WORDS_RE.split(value) if w]
+
+
 def clause_around(text: str, start: int, end: int) -> tuple[str, str]:
     """The clause's text before ``start`` and after ``end``, within the window."""
     before = text[max(0, start - _WINDOW) : start]
